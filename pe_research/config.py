@@ -1,0 +1,189 @@
+"""Typed, frozen run configuration: every default lives here, once.
+
+A `RunConfig` is hashable (it can be static under jit), serialises to the `config.json` of a run
+directory with the chosen task's and encoding's type recorded by name, and reads back from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Any, Union
+
+import tyro
+
+from pe_research import encodings, tasks
+from pe_research import positions as samplers
+from pe_research.encodings import Dims
+from pe_research.positions import Contiguous
+from pe_research.tasks import Copy, Task
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """A small pre-LayerNorm transformer."""
+
+    num_layers: int = 2
+    d_model: int = 64
+    num_heads: int = 4
+    mlp_dim: int = 256
+    causal: bool = True
+    """Causal decoder (True) or bidirectional encoder (False)."""
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+    def dims(self) -> Dims:
+        return Dims(
+            d_model=self.d_model,
+            num_heads=self.num_heads,
+            head_dim=self.head_dim,
+            causal=self.causal,
+        )
+
+    def check(self) -> None:
+        for name in ("num_layers", "d_model", "num_heads", "mlp_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"model {name} must be >= 1, got {getattr(self, name)}.")
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
+                "choose sizes with d_model % num_heads == 0."
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 1000
+    batch_size: int = 64
+    train_length: int = 16
+    """Sequences have 1..train_length data symbols, drawn uniformly per sequence."""
+    learning_rate: float = 1e-3
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    log_every: int = 50
+
+    def check(self) -> None:
+        for name in ("steps", "batch_size", "train_length", "log_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"train {name} must be >= 1, got {getattr(self, name)}.")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    lengths: tuple[int, ...] = ()
+    """Evaluation lengths (data symbols); empty means 1x, 2x, ..., 8x the training length."""
+    batch_size: int = 128
+    """Sequences per evaluation length."""
+    seed: int = 20240101
+    """Seed of the evaluation data, independent of the training seed, so that every run is
+    scored on the same sequences."""
+
+    def check(self) -> None:
+        if any(n < 1 for n in self.lengths):
+            raise ValueError(f"evaluation lengths must be >= 1, got {self.lengths}.")
+        if self.batch_size < 1:
+            raise ValueError(f"eval batch_size must be >= 1, got {self.batch_size}.")
+
+
+def _union(registry: dict[str, type]) -> Any:
+    """A Union type whose members tyro turns into named subcommands."""
+    members = tuple(Annotated[cls, tyro.conf.subcommand(name)] for name, cls in registry.items())
+    return Union[members]  # noqa: UP007 (built at runtime from the registry)
+
+
+TaskChoice = _union({name: type(tasks.get(name)) for name in tasks.names()})
+EncodingChoice = _union(encodings.classes())
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one training run and its evaluation."""
+
+    task: TaskChoice = Copy()
+    encoding: EncodingChoice = encodings.RoPE()
+    model: ModelConfig = ModelConfig()
+    train: TrainConfig = TrainConfig()
+    eval: EvalConfig = EvalConfig()
+    positions: Contiguous = Contiguous()
+    """How positions are sampled (explicit inputs to the model, for training and evaluation)."""
+    seed: int = 0
+    """Seeds parameter init, training data and training positions (eval data has its own)."""
+
+
+    @property
+    def eval_lengths(self) -> tuple[int, ...]:
+        n = self.train.train_length
+        return self.eval.lengths or tuple(n * i for i in range(1, 9))
+
+    def max_position(self) -> int:
+        """The largest position any batch of this run can carry (training or evaluation)."""
+        longest = max(self.train.train_length, *self.eval_lengths)
+        return self.positions.max_position(self.task.seq_len(longest, self.model.causal))
+
+    def check(self) -> None:
+        """Raise ValueError naming the first constraint the configuration breaks."""
+        self.model.check()
+        self.train.check()
+        self.eval.check()
+        self.task.check()
+        self.encoding.check(self.model.dims(), self.max_position())
+
+    # -- config.json -----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": {"name": self.task.name, **dataclasses.asdict(self.task)},
+            "encoding": encodings.to_dict(self.encoding),
+            "positions": samplers.to_dict(self.positions),
+            "model": dataclasses.asdict(self.model),
+            "train": dataclasses.asdict(self.train),
+            "eval": {**dataclasses.asdict(self.eval), "lengths": list(self.eval.lengths)},
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunConfig:
+        """Inverse of to_dict; ValueError names the part of the file that does not fit."""
+        try:
+            task = dict(d["task"])
+            ev = dict(d["eval"])
+            ev["lengths"] = tuple(ev.get("lengths", ()))
+            return cls(
+                task=tasks.get(task.pop("name"), **task),
+                encoding=encodings.from_dict(d["encoding"]),
+                positions=samplers.from_dict(d.get("positions", {"name": "contiguous"})),
+                model=ModelConfig(**d["model"]),
+                train=TrainConfig(**d["train"]),
+                eval=EvalConfig(**ev),
+                seed=int(d["seed"]),
+            )
+        except (KeyError, TypeError) as e:
+            raise ValueError(
+                f"config does not match RunConfig ({type(e).__name__}: {e}); "
+                "regenerate it with `pe-research train` rather than editing it by hand."
+            ) from e
+
+
+def task_label(task: Task) -> str:
+    """Task name plus its non-default options, for tables and panels."""
+    changed = [
+        f"{f.name}={getattr(task, f.name)}"
+        for f in dataclasses.fields(task)
+        if getattr(task, f.name) != f.default
+    ]
+    return f"{task.name}({', '.join(changed)})" if changed else task.name
+
+
+__all__ = [
+    "EvalConfig",
+    "ModelConfig",
+    "RunConfig",
+    "TrainConfig",
+    "task_label",
+]

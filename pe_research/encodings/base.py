@@ -1,0 +1,110 @@
+"""The hook protocol every positional encoding implements.
+
+The model calls every hook of whatever encoding it holds and never asks which one it has:
+
+    init_embed(key, dims)                          -> params shared by the embedding hook
+    init_layer(key, dims)                          -> params of one attention layer
+    embed(params, x_BLD, pos_BL)                   -> x_BLD        (after the token embedding)
+    rotate(params, q_BLHK, k_BMHK, qpos, kpos)     -> q_BLHK, k_BMHK (in every attention layer)
+    bias(params, q_BLHK, k_BMHK, qpos, kpos)       -> bias added to logits_BHLM (broadcastable)
+
+Each hook is a no-op by default, so an encoding overrides only what it uses. Hooks are pure
+functions of their arguments and the encoding's (frozen, hashable) hyper-parameters, so an encoding
+can be a static argument under `jax.jit`. Positions are integer arrays given explicitly by the
+caller; `pos_BL` may carry a trailing axis for n-D encodings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+Params = dict[str, jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Dims:
+    """The model sizes an encoding may need to build its parameters or check itself."""
+
+    d_model: int
+    num_heads: int
+    head_dim: int
+    causal: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoding:
+    """Base class: every hook is a no-op. Subclasses are frozen dataclasses of hyper-parameters."""
+
+    name: ClassVar[str] = "base"
+    # Whether position information is learned (Pr4 of the essay) rather than a fixed function.
+    learned: ClassVar[bool] = False
+
+    def check(self, dims: Dims, max_position: int) -> None:
+        """Raise ValueError, naming the constraint, if this encoding cannot serve these sizes.
+
+        `max_position` is the largest position the run will feed (training and evaluation).
+        """
+
+    def init_embed(self, key: jax.Array, dims: Dims) -> Params:
+        return {}
+
+    def init_layer(self, key: jax.Array, dims: Dims) -> Params:
+        return {}
+
+    def embed(self, params: Params, x_BLD: jax.Array, pos_BL: jax.Array) -> jax.Array:
+        return x_BLD
+
+    def rotate(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]:
+        return q_BLHK, k_BMHK
+
+    def bias(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> jax.Array:
+        # A float32 scalar broadcasts against logits_BHLM and is folded away by XLA.
+        return jnp.zeros((), jnp.float32)
+
+    # -- description ---------------------------------------------------------------------------
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def label(self) -> str:
+        """Short name for tables and legends: the name plus every non-default hyper-parameter."""
+        changed = [
+            f"{f.name}={_fmt(getattr(self, f.name))}"
+            for f in dataclasses.fields(self)
+            if f.default is not dataclasses.MISSING and getattr(self, f.name) != f.default
+        ]
+        return f"{self.name}({', '.join(changed)})" if changed else self.name
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def check_positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}.")
+
+
+def check_even(what: str, value: int, hint: str) -> None:
+    if value % 2:
+        raise ValueError(f"{what} must be even, got {value}: {hint}")

@@ -1,0 +1,111 @@
+"""A small pre-LayerNorm transformer in Flax NNX that any encoding plugs into.
+
+The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
+unconditionally; it never asks which encoding it has. Positions are an explicit input. Attention
+logits, softmax and output logits are float32.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from pe_research.config import ModelConfig
+from pe_research.encodings import Encoding
+
+
+def _params(values: dict[str, jax.Array]) -> nnx.Dict:
+    return nnx.Dict({name: nnx.Param(value) for name, value in values.items()})
+
+
+def _read(params: nnx.Dict) -> dict[str, jax.Array]:
+    return {name: value[...] for name, value in params.items()}
+
+
+def _normal(rngs: nnx.Rngs, shape: tuple[int, ...], fan_in: int) -> nnx.Param:
+    return nnx.Param(jax.random.normal(rngs.params(), shape) * fan_in**-0.5)
+
+
+class Attention(nnx.Module):
+    """Multi-head self attention with a fused QKV projection and the encoding's hooks."""
+
+    def __init__(self, cfg: ModelConfig, encoding: Encoding, *, rngs: nnx.Rngs):
+        D, H, K = cfg.d_model, cfg.num_heads, cfg.head_dim
+        self.encoding = encoding
+        self.causal = cfg.causal
+        self.w_qkv_D3HK = _normal(rngs, (D, 3, H, K), D)
+        self.w_out_HKD = _normal(rngs, (H, K, D), H * K)
+        self.pe = _params(encoding.init_layer(rngs.params(), cfg.dims()))
+
+    def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
+        pe = _read(self.pe)
+        qkv_3BLHK = jnp.einsum("BLD,DTHK->TBLHK", x_BLD, self.w_qkv_D3HK[...])
+        q_BLHK, k_BMHK, v_BMHK = qkv_3BLHK[0], qkv_3BLHK[1], qkv_3BLHK[2]
+        q_BLHK, k_BMHK = self.encoding.rotate(pe, q_BLHK, k_BMHK, pos_BL, pos_BL)
+        scale = q_BLHK.shape[-1] ** -0.5
+        logits_BHLM = jnp.einsum(
+            "BLHK,BMHK->BHLM", q_BLHK, k_BMHK, preferred_element_type=jnp.float32
+        )
+        logits_BHLM = logits_BHLM * scale + self.encoding.bias(
+            pe, q_BLHK, k_BMHK, pos_BL, pos_BL
+        )
+        L = x_BLD.shape[1]
+        allowed_BLM = jnp.broadcast_to(valid_BL[:, None, :], (x_BLD.shape[0], L, L))
+        if self.causal:
+            allowed_BLM = allowed_BLM & jnp.tril(jnp.ones((L, L), bool))[None]
+        logits_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM, jnp.finfo(jnp.float32).min)
+        probs_BHLM = jax.nn.softmax(logits_BHLM, axis=-1).astype(v_BMHK.dtype)
+        out_BLHK = jnp.einsum("BHLM,BMHK->BLHK", probs_BHLM, v_BMHK)
+        return jnp.einsum("BLHK,HKD->BLD", out_BLHK, self.w_out_HKD[...])
+
+
+class MLP(nnx.Module):
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        self.w_in_DF = _normal(rngs, (cfg.d_model, cfg.mlp_dim), cfg.d_model)
+        self.b_in_F = nnx.Param(jnp.zeros((cfg.mlp_dim,)))
+        self.w_out_FD = _normal(rngs, (cfg.mlp_dim, cfg.d_model), cfg.mlp_dim)
+        self.b_out_D = nnx.Param(jnp.zeros((cfg.d_model,)))
+
+    def __call__(self, x_BLD: jax.Array) -> jax.Array:
+        h_BLF = jax.nn.gelu(x_BLD @ self.w_in_DF[...] + self.b_in_F[...][None, None])
+        return h_BLF @ self.w_out_FD[...] + self.b_out_D[...][None, None]
+
+
+class Block(nnx.Module):
+    def __init__(self, cfg: ModelConfig, encoding: Encoding, *, rngs: nnx.Rngs):
+        self.norm_attn = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.attn = Attention(cfg, encoding, rngs=rngs)
+        self.norm_mlp = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.mlp = MLP(cfg, rngs=rngs)
+
+    def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
+        x_BLD = x_BLD + self.attn(self.norm_attn(x_BLD), pos_BL, valid_BL)
+        return x_BLD + self.mlp(self.norm_mlp(x_BLD))
+
+
+class Transformer(nnx.Module):
+    """tokens_BL, pos_BL[, valid_BL] -> logits_BLV (float32)."""
+
+    def __init__(self, cfg: ModelConfig, encoding: Encoding, vocab_size: int, *, rngs: nnx.Rngs):
+        cfg.check()
+        self.encoding = encoding
+        # Unit-variance token embeddings: the scale of Vaswani et al.'s sqrt(d_model) rescaling,
+        # comparable to the unit-amplitude sinusoids added to them.
+        self.embed_VD = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, cfg.d_model)))
+        self.pe = _params(encoding.init_embed(rngs.params(), cfg.dims()))
+        self.blocks = nnx.List([Block(cfg, encoding, rngs=rngs) for _ in range(cfg.num_layers)])
+        self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
+
+    def __call__(
+        self, tokens_BL: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array | None = None
+    ) -> jax.Array:
+        if valid_BL is None:
+            valid_BL = jnp.ones(tokens_BL.shape, bool)
+        x_BLD = jnp.take(self.embed_VD[...], tokens_BL, axis=0)
+        x_BLD = self.encoding.embed(_read(self.pe), x_BLD, pos_BL)
+        for block in self.blocks:
+            x_BLD = block(x_BLD, pos_BL, valid_BL)
+        x_BLD = self.norm_out(x_BLD)
+        return jnp.einsum("BLD,DV->BLV", x_BLD, self.w_head_DV[...]).astype(jnp.float32)
