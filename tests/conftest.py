@@ -1,0 +1,11 @@
+"""Test settings: CPU only, strict broadcasting, 8 simulated devices for multi-device tests."""
+
+import os
+
+# Must be set before jax is imported anywhere in the test process.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_numpy_rank_promotion", "raise")
