@@ -7,14 +7,14 @@ directory with the chosen task's and encoding's type recorded by name, and reads
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Literal, Union
 
 import tyro
 
 from pe_research import encodings, tasks
 from pe_research import positions as samplers
 from pe_research.encodings import Dims
-from pe_research.positions import Contiguous
+from pe_research.positions import Contiguous, Sampler
 from pe_research.tasks import Copy, Task
 
 
@@ -54,12 +54,12 @@ class ModelConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    steps: int = 1000
+    steps: int = 500
     batch_size: int = 64
     train_length: int = 16
     """Sequences have 1..train_length data symbols, drawn uniformly per sequence."""
-    learning_rate: float = 1e-3
-    warmup_steps: int = 100
+    learning_rate: float = 3e-3
+    warmup_steps: int = 50
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     log_every: int = 50
@@ -83,6 +83,9 @@ class EvalConfig:
     seed: int = 20240101
     """Seed of the evaluation data, independent of the training seed, so that every run is
     scored on the same sequences."""
+    positions: Literal["contiguous", "train"] = "contiguous"
+    """Positions at evaluation: contiguous 0..n-1, or the training sampler's (for example
+    randomized positions, as Ruoss et al. evaluate them)."""
 
     def check(self) -> None:
         if any(n < 1 for n in self.lengths):
@@ -99,6 +102,7 @@ def _union(registry: dict[str, type]) -> Any:
 
 TaskChoice = _union({name: type(tasks.get(name)) for name in tasks.names()})
 EncodingChoice = _union(encodings.classes())
+SamplerChoice = _union(samplers.classes())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,21 +114,30 @@ class RunConfig:
     model: ModelConfig = ModelConfig()
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
-    positions: Contiguous = Contiguous()
-    """How positions are sampled (explicit inputs to the model, for training and evaluation)."""
+    positions: SamplerChoice = Contiguous()
+    """How training positions are sampled (explicit inputs to the model); see eval.positions."""
     seed: int = 0
     """Seeds parameter init, training data and training positions (eval data has its own)."""
-
 
     @property
     def eval_lengths(self) -> tuple[int, ...]:
         n = self.train.train_length
         return self.eval.lengths or tuple(n * i for i in range(1, 9))
 
+    @property
+    def eval_sampler(self) -> Sampler:
+        return self.positions if self.eval.positions == "train" else Contiguous()
+
     def max_position(self) -> int:
         """The largest position any batch of this run can carry (training or evaluation)."""
-        longest = max(self.train.train_length, *self.eval_lengths)
-        return self.positions.max_position(self.task.seq_len(longest, self.model.causal))
+
+        def width(n: int) -> int:
+            return self.task.seq_len(n, self.model.causal)
+
+        return max(
+            self.positions.max_position(width(self.train.train_length)),
+            self.eval_sampler.max_position(width(max(self.eval_lengths))),
+        )
 
     def check(self) -> None:
         """Raise ValueError naming the first constraint the configuration breaks."""
@@ -132,6 +145,16 @@ class RunConfig:
         self.train.check()
         self.eval.check()
         self.task.check()
+        if self.encoding.position_axes != self.task.position_axes:
+
+            def form(axes: int | None) -> str:
+                return "1-D positions pos_BL" if axes is None else f"{axes}-D positions pos_BLA"
+
+            raise ValueError(
+                f"encoding {self.encoding.label()!r} needs {form(self.encoding.position_axes)} "
+                f"but task {self.task.name!r} gives {form(self.task.position_axes)}: pick a "
+                "matching encoding (or axes) for this task."
+            )
         self.encoding.check(self.model.dims(), self.max_position())
 
     # -- config.json -----------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def buckets(cfg: RunConfig) -> dict[int, int]:
 
 def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
     """jit(params, key, length, pad_to=static) -> metrics; compiles once per `pad_to`."""
-    task, sampler, causal = cfg.task, cfg.positions, cfg.model.causal
+    task, sampler, causal = cfg.task, cfg.eval_sampler, cfg.model.causal
     batch_size = cfg.eval.batch_size
 
     def eval_fn(params: Any, key: jax.Array, length: jax.Array, pad_to: int):

@@ -3,13 +3,14 @@
 A sampler is a frozen dataclass with `sample(key, valid_BL) -> pos_BL` (int32) and
 `max_position(width)`, the largest position it can emit for a batch of that width, which the
 run checks against encodings with a finite table. Padding positions get position 0; the model
-masks them out as keys, and in a causal model no real token attends to them.
+masks them out as keys, and in a causal model no real token attends to them. Every sampler keeps
+positions strictly increasing over the real tokens.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -29,24 +30,142 @@ class Contiguous:
         return width - 1
 
 
-_REGISTRY = {cls.name: cls for cls in (Contiguous,)}
+@dataclasses.dataclass(frozen=True)
+class Offset:
+    """o, o+1, o+2, ...: contiguous positions shifted by o ~ U{0..max_offset}, one o per row.
+
+    Training with random offsets shows an absolute encoding positions it will meet at longer
+    evaluation lengths; a relative encoding is unaffected by construction.
+    """
+
+    name: ClassVar[str] = "offset"
+    max_offset: int = 256
+
+    def __post_init__(self):
+        _check_int("offset sampler max_offset", self.max_offset, minimum=0)
+
+    def sample(self, key: jax.Array, valid_BL: jax.Array) -> jax.Array:
+        B, L = valid_BL.shape
+        offset_B1 = jax.random.randint(key, (B, 1), 0, self.max_offset + 1, dtype=jnp.int32)
+        pos_BL = offset_B1 + jnp.arange(L, dtype=jnp.int32)[None, :]
+        return jnp.where(valid_BL, pos_BL, 0)
+
+    def max_position(self, width: int) -> int:
+        return self.max_offset + width - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Randomized:
+    """A sorted sample without replacement of n positions from [0, max_pos) for n real tokens.
+
+    Ruoss et al. (2023), "Randomized Positional Encodings Boost Length Generalization of
+    Transformers": training sees positions up to max_pos - 1, chosen larger than the longest
+    evaluation sequence, so evaluation reuses trained positions. The k-th real token of a row
+    gets the k-th smallest of its sample.
+    """
+
+    name: ClassVar[str] = "randomized"
+    max_pos: int = 1024
+
+    def __post_init__(self):
+        _check_int("randomized sampler max_pos", self.max_pos, minimum=1)
+
+    def check(self, width: int) -> None:
+        if width > self.max_pos:
+            raise ValueError(
+                f"randomized position range smaller than the sequence: max_pos={self.max_pos} "
+                f"distinct positions cannot cover a width of {width} tokens; raise max_pos to at "
+                f"least {width} (Ruoss et al. pick it above the longest evaluation length)."
+            )
+
+    def sample(self, key: jax.Array, valid_BL: jax.Array) -> jax.Array:
+        B, L = valid_BL.shape
+        # The L highest of max_pos i.i.d. scores form a uniform L-subset, and its first n
+        # (top_k returns them by score) a uniform n-subset for every n <= L: shapes stay fixed.
+        # A padded width may exceed max_pos; the run's check guarantees n <= max_pos itself.
+        score_BP = jax.random.uniform(key, (B, self.max_pos))
+        _, chosen_BK = jax.lax.top_k(score_BP, min(L, self.max_pos))
+        chosen_BL = jnp.pad(chosen_BK, ((0, 0), (0, L - chosen_BK.shape[1])),
+                            constant_values=self.max_pos)
+        n_B1 = jnp.sum(valid_BL, axis=1, keepdims=True, dtype=jnp.int32)
+        first_n_BL = jnp.arange(L, dtype=jnp.int32)[None, :] < n_B1
+        sorted_BL = jnp.sort(jnp.where(first_n_BL, chosen_BL, self.max_pos), axis=1)
+        rank_BL = jnp.cumsum(valid_BL, axis=1, dtype=jnp.int32) - 1
+        rank_BL = jnp.where(valid_BL, rank_BL, 0)
+        pos_BL = jnp.take_along_axis(sorted_BL, rank_BL, axis=1)
+        return jnp.where(valid_BL, pos_BL, 0).astype(jnp.int32)
+
+    def max_position(self, width: int) -> int:
+        self.check(width)
+        return self.max_pos - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Scaled:
+    """0, s, 2s, ...: contiguous positions times an integer stride s.
+
+    The stride is an integer so positions stay integers (every encoding's table and check
+    assume that); a fractional stride, as in position interpolation, belongs to the encoding.
+    """
+
+    name: ClassVar[str] = "scaled"
+    stride: int = 2
+
+    def __post_init__(self):
+        _check_int("scaled sampler stride", self.stride, minimum=1)
+
+    def sample(self, key: jax.Array, valid_BL: jax.Array) -> jax.Array:
+        pos_1L = self.stride * jnp.arange(valid_BL.shape[1], dtype=jnp.int32)[None, :]
+        return jnp.where(valid_BL, pos_1L, 0)
+
+    def max_position(self, width: int) -> int:
+        return self.stride * (width - 1)
+
+
+def _check_int(what: str, value: Any, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}.")
+
+
+Sampler = Contiguous | Offset | Randomized | Scaled
+
+_REGISTRY: dict[str, type[Sampler]] = {
+    cls.name: cls for cls in (Contiguous, Offset, Randomized, Scaled)
+}
 
 
 def names() -> list[str]:
     return list(_REGISTRY)
 
 
-def get(name: str, **options) -> Contiguous:
-    """The sampler `name`; ValueError lists the known samplers."""
+def classes() -> dict[str, type[Sampler]]:
+    """Name -> sampler class (for building CLIs and configs)."""
+    return dict(_REGISTRY)
+
+
+def get(name: str, **options: Any) -> Sampler:
+    """The sampler `name`; ValueError lists the known samplers or the options it takes."""
     if name not in _REGISTRY:
-        raise ValueError(f"Unknown position sampler {name!r}. Known samplers: {', '.join(names())}.")
-    return _REGISTRY[name](**options)
+        raise ValueError(
+            f"Unknown position sampler {name!r}. Known samplers: {', '.join(names())}."
+        )
+    cls = _REGISTRY[name]
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(
+            f"Position sampler {name!r} has no option(s) {unknown}; "
+            f"it takes: {sorted(known) or 'none'}."
+        )
+    return cls(**options)
 
 
-def to_dict(sampler) -> dict:
+def to_dict(sampler: Sampler) -> dict[str, Any]:
     return {"name": sampler.name, **dataclasses.asdict(sampler)}
 
 
-def from_dict(d: dict) -> Contiguous:
+def from_dict(d: dict[str, Any]) -> Sampler:
     d = dict(d)
+    if "name" not in d:
+        raise ValueError(f"A position sampler entry needs a 'name' key, got {d}.")
     return get(d.pop("name"), **d)

@@ -55,7 +55,8 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
             if i == len(lines) - 1:
-                warnings.warn(f"{path}: skipped a torn last line (interrupted write).", stacklevel=2)
+                msg = f"{path}: skipped a torn last line (interrupted write)."
+                warnings.warn(msg, stacklevel=2)
                 continue
             raise ValueError(f"{path}:{i + 1} is not valid JSON; the file is corrupt.") from None
     return rows

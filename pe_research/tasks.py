@@ -37,6 +37,8 @@ class Task:
     """Base of the tasks: the alphabet, the special tokens and length bookkeeping."""
 
     name: ClassVar[str] = "task"
+    # None: one position per token (pos_BL); an int A: A coordinates per token (pos_BLA).
+    position_axes: ClassVar[int | None] = None
     alphabet: int = 16
 
     @property

@@ -107,7 +107,7 @@ def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, pos_BL)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        metrics["grad_norm"] = optax.global_norm(grads)
+        metrics["grad_norm"] = optax.tree.norm(grads)
         return TrainState(state.step + 1, params, opt_state), metrics
 
     return jax.jit(step, donate_argnums=0)

@@ -13,19 +13,50 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pe_research.encodings.absolute import LearnedAbsolute, NoPE, Sinusoidal, sinusoidal_table
+from pe_research.encodings.absolute import (
+    Binary,
+    Integer,
+    LearnedAbsolute,
+    NoPE,
+    NormalizedInteger,
+    Sinusoidal,
+    binary_table,
+    sinusoidal_table,
+)
 from pe_research.encodings.base import Dims, Encoding
-from pe_research.encodings.bias import ALiBi, alibi_slopes
-from pe_research.encodings.rotary import RoPE, apply_rope, rope_frequencies
+from pe_research.encodings.bias import (
+    FIRE,
+    ALiBi,
+    Kerple,
+    T5Bias,
+    TransformerXL,
+    alibi_slopes,
+    t5_relative_bucket,
+)
+from pe_research.encodings.contextual import CoPE
+from pe_research.encodings.rope_scaling import RopeScaling
+from pe_research.encodings.rotary import RoPE, RoPEND, XPos, apply_rope, rope_frequencies
 
 _REGISTRY: dict[str, type[Encoding]] = {
     cls.name: cls
     for cls in (
+        # the seed essay's sequence
         NoPE,
+        Integer,
+        NormalizedInteger,
+        Binary,
         Sinusoidal,
         LearnedAbsolute,
         RoPE,
+        RoPEND,
+        # from the field
+        XPos,
         ALiBi,
+        T5Bias,
+        Kerple,
+        FIRE,
+        TransformerXL,
+        CoPE,
     )
 }
 
@@ -67,20 +98,33 @@ def from_dict(d: dict[str, Any]) -> Encoding:
 
 
 __all__ = [
+    "FIRE",
     "ALiBi",
+    "Binary",
+    "CoPE",
     "Dims",
     "Encoding",
+    "Integer",
+    "Kerple",
     "LearnedAbsolute",
     "NoPE",
+    "NormalizedInteger",
     "RoPE",
+    "RoPEND",
+    "RopeScaling",
     "Sinusoidal",
+    "T5Bias",
+    "TransformerXL",
+    "XPos",
     "alibi_slopes",
     "apply_rope",
+    "binary_table",
     "classes",
     "from_dict",
     "get",
     "names",
     "rope_frequencies",
     "sinusoidal_table",
+    "t5_relative_bucket",
     "to_dict",
 ]

@@ -89,3 +89,95 @@ class LearnedAbsolute(Encoding):
         table_PD = params["table_PD"]
         rows_BLD = jnp.take(table_PD, pos_BL, axis=0, mode="fill", fill_value=jnp.nan)
         return x_BLD + rows_BLD.astype(x_BLD.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Integer(Encoding):
+    """The raw position p added to every embedding component (the seed essay's first attempt).
+
+    Kept as a baseline that fails by design: for p beyond a few units the position dwarfs the
+    unit-scale token embedding, so the token signal is lost (Fleetwood, "You could have designed
+    state of the art positional encoding", 2024).
+    """
+
+    name = "integer"
+
+    def embed(self, params: Params, x_BLD: jax.Array, pos_BL: jax.Array) -> jax.Array:
+        value_BL1 = pos_BL.astype(jnp.float32)[:, :, None]
+        return x_BLD + value_BL1.astype(x_BLD.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class NormalizedInteger(Encoding):
+    """p / n added to every embedding component, n the length of the row (the essay's second try).
+
+    Values stay in [0, 1) but the same position is encoded differently in sequences of different
+    lengths, breaking the essay's property Pr1. The hooks do not receive lengths, so n is derived
+    from the positions: n = max(pos over the row) + 1, which is the number of real tokens for
+    contiguous positions (0..n-1, padding at 0). Under other samplers (offset, randomized,
+    scaled) n is the largest position plus one instead.
+    """
+
+    name = "normalized_integer"
+
+    def embed(self, params: Params, x_BLD: jax.Array, pos_BL: jax.Array) -> jax.Array:
+        pos_BL = pos_BL.astype(jnp.float32)
+        n_B1 = jnp.max(pos_BL, axis=1, keepdims=True) + 1.0
+        value_BL1 = (pos_BL / n_B1)[:, :, None]
+        return x_BLD + value_BL1.astype(x_BLD.dtype)
+
+
+def binary_table(pos_L: jax.Array, dim: int, *, bits: int = 16) -> jax.Array:
+    """The `bits`-bit binary code of each position, stretched to `dim` components (0/1 values).
+
+    Component c holds bit (c * bits) // dim, least significant bit first, so each bit fills a
+    contiguous block of about dim / bits components: the essay's "stretch" of the binary
+    representation to the embedding width. Positions outside [0, 2^bits) have no code and read
+    NaN. Returns table_LD (float32).
+    """
+    if not 1 <= bits <= 31:
+        raise ValueError(f"binary bits must be in [1, 31] (int32 positions), got {bits}.")
+    if dim < bits:
+        raise ValueError(
+            f"binary encoding needs at least one component per bit: dim={dim} < bits={bits}; "
+            "lower bits or raise d_model."
+        )
+    pos_L = jnp.asarray(pos_L, jnp.int32)
+    bit_D = (jnp.arange(dim, dtype=jnp.int32) * bits) // dim
+    code_LD = jnp.right_shift(pos_L[:, None], bit_D[None, :]) & 1
+    in_range_L1 = ((pos_L >= 0) & (jnp.right_shift(pos_L, bits) == 0))[:, None]
+    return jnp.where(in_range_L1, code_LD.astype(jnp.float32), jnp.nan)
+
+
+@dataclasses.dataclass(frozen=True)
+class Binary(Encoding):
+    """The binary code of the position added to the token embedding (the essay's third try).
+
+    Convention: bits take the values 0 and 1, as in the essay, so the encoding stays in [0, 1]
+    and is unique for every position below 2^bits; bit i (LSB first) is stretched over a block of
+    d_model / bits components (see `binary_table`). Its discrete jumps are what motivates the
+    smooth sinusoids that follow it in the essay.
+    """
+
+    name = "binary"
+    bits: int = 16
+
+    def check(self, dims: Dims, max_position: int) -> None:
+        if not 1 <= self.bits <= 31:
+            raise ValueError(f"binary bits must be in [1, 31] (int32 positions), got {self.bits}.")
+        if dims.d_model < self.bits:
+            raise ValueError(
+                f"binary encoding stretches {self.bits} bits over d_model={dims.d_model} "
+                f"components: lower bits to at most {dims.d_model} or raise d_model."
+            )
+        if max_position >= 2**self.bits:
+            raise ValueError(
+                f"binary encoding with bits={self.bits} codes positions below {2**self.bits} "
+                f"but the run needs position {max_position}: raise bits to at least "
+                f"{max_position.bit_length()}."
+            )
+
+    def embed(self, params: Params, x_BLD: jax.Array, pos_BL: jax.Array) -> jax.Array:
+        B, L, D = x_BLD.shape
+        table_XD = binary_table(pos_BL.reshape(-1), D, bits=self.bits)
+        return x_BLD + table_XD.reshape(B, L, D).astype(x_BLD.dtype)

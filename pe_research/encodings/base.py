@@ -42,6 +42,8 @@ class Encoding:
     name: ClassVar[str] = "base"
     # Whether position information is learned (Pr4 of the essay) rather than a fixed function.
     learned: ClassVar[bool] = False
+    # None: positions are pos_BL. An int A: positions are pos_BLA, A coordinates per token.
+    position_axes: ClassVar[int | None] = None
 
     def check(self, dims: Dims, max_position: int) -> None:
         """Raise ValueError, naming the constraint, if this encoding cannot serve these sizes.

@@ -1,18 +1,21 @@
 """Rotary encodings: rotate pairs of q and k components by position-dependent angles.
 
 Because q_m and k_n are rotated by angles m*theta and n*theta, their dot product depends only on
-m - n, and rotations preserve norms (Su et al., 2021, "RoFormer").
+m - n, and rotations preserve norms (Su et al., 2021, "RoFormer"). This module holds RoPE with
+its context-extension scalings (the `rope_scaling` convention of Llama-family configs), n-D axial
+RoPE, and xPos.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 
 from pe_research.encodings.base import Dims, Encoding, Params, check_even, check_positive
+from pe_research.encodings.rope_scaling import RopeScaling, as_scaling, scaled_inv_freq
 
 LAYOUTS = ("half", "interleaved")
 
@@ -23,24 +26,33 @@ def rope_frequencies(
     base: float = 10000.0,
     fraction: float = 1.0,
     p: float = 1.0,
+    scaling: RopeScaling | dict[str, Any] | None = None,
+    seq_len: jax.Array | int | None = None,
 ) -> tuple[jax.Array, float]:
     """Inverse frequencies inv_freq_J of the rotated part of a head, and the attention scale.
 
-    J = int(head_dim * fraction) // 2 frequencies, base^(-2j / 2J) for j = 0..J-1, highest first.
-    p-RoPE (Barbero et al., 2025) keeps the first round(p * J) and sets the rest (the lowest
-    frequencies) to zero, so p = 0 is NoPE and p = 1 is RoPE.
+    J = int(head_dim * fraction) // 2 frequencies, base^(-2j / 2J) for j = 0..J-1, highest first,
+    then rescaled by `scaling` (linear, ntk, dynamic, yarn, llama3; the scaling formulas use the
+    rotated width 2J as `dim`). p-RoPE (Barbero et al., 2025) keeps the first round(p * J) and sets
+    the rest (the lowest frequencies) to zero, so p = 0 is NoPE and p = 1 is RoPE. `seq_len` is
+    read by dynamic scaling only (None: no longer than the original context) and may be traced.
+    The attention scale multiplies cos and sin; it is 1.0 except for yarn.
     """
     check_even("head_dim for rotary encodings", head_dim, "choose d_model / num_heads even.")
     check_positive("rope base", base)
     for what, value in (("fraction", fraction), ("p", p)):
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"rope {what} must be in [0, 1], got {value}.")
+    scaling = as_scaling(scaling)
     J = int(head_dim * fraction) // 2
-    j_J = jnp.arange(J, dtype=jnp.float32)
-    inv_freq_J = jnp.asarray(base, jnp.float32) ** (-2.0 * j_J / max(2 * J, 1))
+    if scaling is None or J == 0:
+        j_J = jnp.arange(J, dtype=jnp.float32)
+        inv_freq_J, scale = jnp.asarray(base, jnp.float32) ** (-2.0 * j_J / max(2 * J, 1)), 1.0
+    else:
+        inv_freq_J, scale = scaled_inv_freq(base, 2 * J, scaling, seq_len)
     keep = round(p * J)
-    inv_freq_J = jnp.where(j_J < keep, inv_freq_J, 0.0)
-    return inv_freq_J, 1.0
+    inv_freq_J = jnp.where(jnp.arange(J) < keep, inv_freq_J, 0.0)
+    return inv_freq_J, scale
 
 
 def apply_rope(
@@ -85,6 +97,11 @@ def apply_rope(
     return jnp.concatenate([rot, rest], axis=-1).astype(x_BLHK.dtype)
 
 
+def _check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"Unknown rope layout {layout!r}; choose one of {LAYOUTS}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class RoPE(Encoding):
     """Rotary position embedding (Su et al., 2021) applied to q and k in every layer.
@@ -92,6 +109,9 @@ class RoPE(Encoding):
     `layout`: "half" (default, Llama-family code) or "interleaved" (RoFormer, the essay).
     `fraction`: share of each head's dimensions that rotate (GPT-NeoX partial rotary).
     `p`: share of the highest frequencies kept (p-RoPE, Barbero et al. 2025).
+    `scaling`: a Llama-family `rope_scaling` (RopeScaling or its dict form): linear (Chen et al.,
+    2023), ntk, dynamic (bloc97 / emozilla), yarn (Peng et al., 2023), llama3. Dynamic scaling
+    reads the sequence length as the largest key position + 1.
     """
 
     name = "rope"
@@ -99,11 +119,29 @@ class RoPE(Encoding):
     layout: Literal["half", "interleaved"] = "half"
     fraction: float = 1.0
     p: float = 1.0
+    scaling: RopeScaling | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "scaling", as_scaling(self.scaling))
 
     def check(self, dims: Dims, max_position: int) -> None:
-        if self.layout not in LAYOUTS:
-            raise ValueError(f"Unknown rope layout {self.layout!r}; choose one of {LAYOUTS}.")
-        rope_frequencies(dims.head_dim, base=self.base, fraction=self.fraction, p=self.p)
+        _check_layout(self.layout)
+        self._frequencies(dims.head_dim, None)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        # The dict form of the scaling, so that config.json stays plain JSON.
+        scaling = None if self.scaling is None else self.scaling.to_dict()
+        return {**super().hyperparameters(), "scaling": scaling}
+
+    def _frequencies(self, head_dim: int, seq_len: jax.Array | None) -> tuple[jax.Array, float]:
+        return rope_frequencies(
+            head_dim,
+            base=self.base,
+            fraction=self.fraction,
+            p=self.p,
+            scaling=self.scaling,
+            seq_len=seq_len,
+        )
 
     def rotate(
         self,
@@ -113,9 +151,126 @@ class RoPE(Encoding):
         qpos_BL: jax.Array,
         kpos_BM: jax.Array,
     ) -> tuple[jax.Array, jax.Array]:
-        inv_freq_J, scale = rope_frequencies(
-            q_BLHK.shape[-1], base=self.base, fraction=self.fraction, p=self.p
-        )
+        seq_len = jnp.max(kpos_BM) + 1
+        inv_freq_J, scale = self._frequencies(q_BLHK.shape[-1], seq_len)
         q = apply_rope(q_BLHK, qpos_BL, inv_freq_J, layout=self.layout, attention_scale=scale)
         k = apply_rope(k_BMHK, kpos_BM, inv_freq_J, layout=self.layout, attention_scale=scale)
         return q, k
+
+
+@dataclasses.dataclass(frozen=True)
+class RoPEND(Encoding):
+    """Axial n-D RoPE (Heo et al., 2024, "Rotary Position Embedding for Vision Transformer").
+
+    Positions are `pos_BLA` with A = `axes` coordinates per token. Each head is split into A
+    contiguous blocks of K / A components; block a is a RoPE (in `layout`, frequencies
+    base^(-2j / (K/A))) of coordinate a alone, so q.k depends only on the per-axis offsets and
+    never mixes axes. Rotation only: no embedding, no bias.
+    """
+
+    name = "rope_nd"
+    axes: int = 2
+    base: float = 10000.0
+    layout: Literal["half", "interleaved"] = "half"
+
+    @property
+    def position_axes(self) -> int:
+        return self.axes
+
+    def check(self, dims: Dims, max_position: int) -> None:
+        _check_layout(self.layout)
+        check_positive("rope_nd base", self.base)
+        if self.axes < 1:
+            raise ValueError(f"rope_nd axes must be >= 1, got {self.axes}.")
+        if dims.head_dim % (2 * self.axes):
+            raise ValueError(
+                f"rope_nd needs head_dim divisible by 2 * axes = {2 * self.axes} (a whole number "
+                f"of rotation pairs per axis), got head_dim={dims.head_dim} with axes={self.axes}: "
+                "change d_model / num_heads or the number of axes."
+            )
+
+    def _rotate_one(self, x_BLHK: jax.Array, pos_BLA: jax.Array) -> jax.Array:
+        A = self.axes
+        if pos_BLA.ndim != 3 or pos_BLA.shape[-1] != A:
+            raise ValueError(
+                f"rope_nd with axes={A} needs positions pos_BLA of shape (B, L, {A}), got shape "
+                f"{tuple(pos_BLA.shape)}: use a position sampler that emits {A}-D coordinates."
+            )
+        K = x_BLHK.shape[-1]
+        self.check(Dims(d_model=K, num_heads=1, head_dim=K), 0)
+        width = K // A
+        inv_freq_J, _ = rope_frequencies(width, base=self.base)
+        blocks = [
+            apply_rope(
+                x_BLHK[..., a * width : (a + 1) * width],
+                pos_BLA[:, :, a],
+                inv_freq_J,
+                layout=self.layout,
+            )
+            for a in range(A)
+        ]
+        return jnp.concatenate(blocks, axis=-1)
+
+    def rotate(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]:
+        return self._rotate_one(q_BLHK, qpos_BL), self._rotate_one(k_BMHK, kpos_BM)
+
+
+@dataclasses.dataclass(frozen=True)
+class XPos(Encoding):
+    """xPos (Sun et al., 2022, "A Length-Extrapolatable Transformer"): RoPE with decay.
+
+    RoPE in `layout` (default "half"; the authors' code interleaves), with rotation pair j of both
+    q and k scaled: q at position n by zeta_j^(n / scale_base), k at position m by
+    zeta_j^(-m / scale_base), zeta_j = (2j / K + gamma) / (1 + gamma). Then q.k carries
+    zeta_j^((n - m) / scale_base): it decays with distance for keys in the past (n >= m) and grows
+    for keys in the future, so the method is meant for causal models. Powers are taken relative to
+    a centre shared by q and k (the midpoint of the positions), which cancels in q.k but keeps the
+    float32 scales near 1.
+    """
+
+    name = "xpos"
+    base: float = 10000.0
+    gamma: float = 0.4
+    scale_base: float = 512.0
+    layout: Literal["half", "interleaved"] = "half"
+
+    def check(self, dims: Dims, max_position: int) -> None:
+        _check_layout(self.layout)
+        check_even("head_dim for xpos", dims.head_dim, "choose d_model / num_heads even.")
+        check_positive("xpos base", self.base)
+        check_positive("xpos gamma", self.gamma)
+        check_positive("xpos scale_base", self.scale_base)
+
+    def _decay(self, pos_BL: jax.Array, centre: jax.Array, zeta_K: jax.Array, sign: float):
+        power_BL = sign * (pos_BL.astype(jnp.float32) - centre) / self.scale_base
+        return zeta_K[None, None, None, :] ** power_BL[:, :, None, None]
+
+    def rotate(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]:
+        qpos_BL, kpos_BM = jnp.atleast_2d(qpos_BL), jnp.atleast_2d(kpos_BM)
+        K = q_BLHK.shape[-1]
+        inv_freq_J, _ = rope_frequencies(K, base=self.base)
+        zeta_J = (jnp.arange(0, K, 2, dtype=jnp.float32) / K + self.gamma) / (1.0 + self.gamma)
+        # Components of one rotation pair share a scale, laid out as the pairs are.
+        zeta_K = jnp.concatenate([zeta_J, zeta_J]) if self.layout == "half" else zeta_J.repeat(2)
+        lo = jnp.minimum(jnp.min(qpos_BL), jnp.min(kpos_BM)).astype(jnp.float32)
+        hi = jnp.maximum(jnp.max(qpos_BL), jnp.max(kpos_BM)).astype(jnp.float32)
+        centre = (lo + hi) / 2
+        q32 = apply_rope(q_BLHK.astype(jnp.float32), qpos_BL, inv_freq_J, layout=self.layout)
+        k32 = apply_rope(k_BMHK.astype(jnp.float32), kpos_BM, inv_freq_J, layout=self.layout)
+        q32 = q32 * self._decay(qpos_BL, centre, zeta_K, 1.0)
+        k32 = k32 * self._decay(kpos_BM, centre, zeta_K, -1.0)
+        return q32.astype(q_BLHK.dtype), k32.astype(k_BMHK.dtype)

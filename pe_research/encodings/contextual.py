@@ -1,0 +1,99 @@
+"""Contextual encodings: positions computed from the content of the sequence (the `bias` hook)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from pe_research.encodings.base import Dims, Encoding, Params
+
+
+def contextual_positions(gates_BHLM: jax.Array) -> jax.Array:
+    """CoPE positions p_ij = sum_{k=j..i} g_ik over keys k <= i; zero for keys j > i.
+
+    The causal triangle is taken by index, which is exact for causal self attention with padding
+    after every real token (a real query never reaches a padding key). With every gate 1,
+    p_ij = i - j + 1: the token count from key j to query i, both included.
+    """
+    L, M = gates_BHLM.shape[-2:]
+    past_11LM = jnp.tril(jnp.ones((L, M), bool))[None, None]
+    gates_BHLM = jnp.where(past_11LM, gates_BHLM, 0.0)
+    return jnp.flip(jnp.cumsum(jnp.flip(gates_BHLM, axis=-1), axis=-1), axis=-1)
+
+
+def interpolate_position_logits(logits_BHLP: jax.Array, pos_BHLM: jax.Array) -> jax.Array:
+    """(p - floor p) z[ceil p] + (1 - (p - floor p)) z[floor p], z = q . e at integer positions.
+
+    Interpolating the P logits q_i . e[n] is the same as taking q_i . e[p] with e interpolated,
+    and costs P head-dim products per query instead of M (Golovneva et al., 2024).
+    Positions must already lie in [0, P - 1]; a read outside the table is NaN, never clamped.
+    """
+    floor_BHLM = jnp.floor(pos_BHLM)
+    frac_BHLM = pos_BHLM - floor_BHLM
+    lo_BHLM, hi_BHLM = (
+        jnp.take_along_axis(
+            logits_BHLP, idx.astype(jnp.int32), axis=-1, mode="fill", fill_value=jnp.nan
+        )
+        for idx in (floor_BHLM, jnp.ceil(pos_BHLM))
+    )
+    return frac_BHLM * hi_BHLM + (1.0 - frac_BHLM) * lo_BHLM
+
+
+@dataclasses.dataclass(frozen=True)
+class CoPE(Encoding):
+    """Contextual position encoding (Golovneva et al., 2024, "Contextual Position Encoding").
+
+    Gates g_ij = sigmoid(q_i . k_j / sqrt(K)) decide which keys count; the contextual position
+    of key j for query i is p_ij = sum_{k=j..i} g_ik, and the logit gains q_i . e[p_ij] / sqrt(K),
+    with e linearly interpolated from a learned per-layer table of `npos_max` vectors of head
+    dimension K, shared by the heads. Both the gates and the bias use the scaled dot product, as
+    in the authors' reference code (its default, without `--cope-nodiv`); the table starts at
+    zero, as there, unless `init_std` > 0.
+
+    Positions are clamped to npos_max - 1, as the method prescribes: keys counted farther than
+    that share the last vector. This clamp is part of CoPE, not a silent
+    guard. CoPE ignores the integer positions given to the model (samplers have no effect) and
+    is defined for causal decoders only.
+    """
+
+    name = "cope"
+    learned = True
+    npos_max: int = 64
+    init_std: float = 0.0
+
+    def check(self, dims: Dims, max_position: int) -> None:
+        if not dims.causal:
+            raise ValueError(
+                "cope sums gates over keys j..i of a causal decoder and is undefined for a "
+                "bidirectional model (causal=False): use a causal model or another encoding."
+            )
+        if self.npos_max < 2:
+            raise ValueError(
+                f"cope npos_max must be >= 2 (position 0 and at least one count), "
+                f"got {self.npos_max}."
+            )
+        if not self.init_std >= 0:
+            raise ValueError(f"cope init_std must be >= 0, got {self.init_std}.")
+
+    def init_layer(self, key: jax.Array, dims: Dims) -> Params:
+        table_KP = self.init_std * jax.random.normal(key, (dims.head_dim, self.npos_max))
+        return {"table_KP": table_KP}
+
+    def bias(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> jax.Array:
+        scale = q_BLHK.shape[-1] ** -0.5
+        q_BLHK = q_BLHK.astype(jnp.float32)
+        qk_BHLM = jnp.einsum("BLHK,BMHK->BHLM", q_BLHK, k_BMHK.astype(jnp.float32))
+        pos_BHLM = contextual_positions(jax.nn.sigmoid(qk_BHLM * scale))
+        pos_BHLM = jnp.minimum(pos_BHLM, self.npos_max - 1)
+        table_KP = params["table_KP"].astype(jnp.float32)
+        logits_BHLP = jnp.einsum("BLHK,KP->BHLP", q_BLHK, table_KP)
+        return interpolate_position_logits(logits_BHLP, pos_BHLM) * scale

@@ -1,0 +1,163 @@
+"""The transformer and its contract with every registered encoding."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from pe_research import encodings
+from pe_research.config import ModelConfig
+from pe_research.model import Transformer
+
+CFG = ModelConfig(num_layers=2, d_model=32, num_heads=2, mlp_dim=64)
+VOCAB = 12
+B, L = 2, 10
+
+
+def positions_for(enc, pos_BL):
+    """n-D encodings take a trailing axis of coordinates; give them a diagonal walk."""
+    if enc.position_axes is None:
+        return pos_BL
+    return jnp.repeat(pos_BL[..., None], enc.position_axes, axis=-1)
+
+
+def build(enc, cfg=CFG, seed=0):
+    return Transformer(cfg, enc, VOCAB, rngs=nnx.Rngs(seed))
+
+
+def tokens(seed=0):
+    return jax.random.randint(jax.random.key(seed), (B, L), 0, VOCAB)
+
+
+def contiguous(length=L, start=0):
+    return jnp.broadcast_to(jnp.arange(start, start + length, dtype=jnp.int32), (B, length))
+
+
+@pytest.mark.parametrize("name", encodings.names())
+def test_causality_for_every_encoding(name):
+    """Perturbing token t leaves the logits at positions before t unchanged."""
+    enc = encodings.get(name)
+    model = build(enc)
+    tok = tokens()
+    pos = positions_for(enc, contiguous())
+    t = 6
+    perturbed = tok.at[:, t].set((tok[:, t] + 1) % VOCAB)
+    before, after = model(tok, pos), model(perturbed, pos)
+    assert before.shape == (B, L, VOCAB) and before.dtype == jnp.float32
+    assert bool(jnp.isfinite(before).all())
+    np.testing.assert_allclose(before[:, :t], after[:, :t], atol=1e-5)
+    assert not np.allclose(before[:, t:], after[:, t:], atol=1e-5)
+
+
+@pytest.mark.parametrize("name", encodings.names())
+def test_jit_equals_eager(name):
+    enc = encodings.get(name)
+    graphdef, params = nnx.split(build(enc))
+    tok, pos = tokens(), positions_for(enc, contiguous())
+
+    def forward(params, tok, pos):
+        return nnx.merge(graphdef, params)(tok, pos)
+
+    np.testing.assert_allclose(
+        jax.jit(forward)(params, tok, pos), forward(params, tok, pos), atol=1e-4, rtol=1e-4
+    )
+
+
+@pytest.mark.parametrize("name", ["nope", "rope", "alibi"])
+def test_relative_encodings_ignore_a_common_shift(name):
+    """For encodings that see only relative positions, shifting every position changes nothing."""
+    model = build(encodings.get(name))
+    tok = tokens()
+    np.testing.assert_allclose(
+        model(tok, contiguous()), model(tok, contiguous(start=37)), atol=2e-4, rtol=2e-4
+    )
+
+
+@pytest.mark.parametrize("name", ["sinusoidal", "learned"])
+def test_absolute_encodings_see_the_shift(name):
+    model = build(encodings.get(name, **({"init_std": 1.0} if name == "learned" else {})))
+    tok = tokens()
+    assert not np.allclose(model(tok, contiguous()), model(tok, contiguous(start=37)), atol=1e-3)
+
+
+def test_nope_distinguishes_order_only_through_the_causal_mask():
+    """Without positions and without a causal mask, self attention is permutation equivariant."""
+    model = build(encodings.get("nope"), dataclasses.replace(CFG, causal=False))
+    tok = tokens()
+    perm = jnp.array([3, 1, 4, 0, 9, 2, 6, 5, 8, 7])
+    out = model(tok, contiguous())
+    out_perm = model(tok[:, perm], contiguous())
+    np.testing.assert_allclose(out[:, perm], out_perm, atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_padding_does_not_leak_into_real_positions(causal):
+    """Changing padding tokens (valid=False) never changes the logits of real tokens."""
+    model = build(encodings.get("rope"), dataclasses.replace(CFG, causal=causal))
+    tok = tokens()
+    valid = jnp.broadcast_to(jnp.arange(L) < 7, (B, L))
+    pos = jnp.where(valid, contiguous(), 0)
+    other = jnp.where(valid, tok, (tok + 5) % VOCAB)
+    np.testing.assert_allclose(
+        model(tok, pos, valid)[:, :7], model(other, pos, valid)[:, :7], atol=1e-5
+    )
+
+
+def test_bidirectional_model_sees_the_future():
+    model = build(encodings.get("rope"), dataclasses.replace(CFG, causal=False))
+    tok = tokens()
+    perturbed = tok.at[:, 8].set((tok[:, 8] + 1) % VOCAB)
+    assert not np.allclose(model(tok, contiguous())[:, 0], model(perturbed, contiguous())[:, 0])
+
+
+def test_rope_scores_depend_only_on_relative_position():
+    q = jax.random.normal(jax.random.key(1), (1, 6, 2, 8))
+    k = jax.random.normal(jax.random.key(2), (1, 6, 2, 8))
+    inv_freq, scale = encodings.rope_frequencies(8)
+    for layout in ("half", "interleaved"):
+
+        def scores(offset, layout=layout):
+            pos = jnp.arange(6)[None] + offset
+            qr = encodings.apply_rope(q, pos, inv_freq, layout=layout, attention_scale=scale)
+            kr = encodings.apply_rope(k, pos, inv_freq, layout=layout, attention_scale=scale)
+            return jnp.einsum("BLHK,BMHK->BHLM", qr, kr)
+
+        np.testing.assert_allclose(scores(0), scores(1000), atol=1e-3)
+
+
+def test_model_config_errors_name_the_constraint():
+    with pytest.raises(ValueError, match="d_model=30 is not divisible by num_heads=4"):
+        ModelConfig(d_model=30, num_heads=4).check()
+    with pytest.raises(ValueError, match="num_layers must be >= 1"):
+        ModelConfig(num_layers=0).check()
+    with pytest.raises(ValueError, match="head_dim for rotary encodings must be even"):
+        encodings.get("rope").check(ModelConfig(d_model=12, num_heads=4).dims(), 10)
+
+
+def test_learned_table_is_never_read_out_of_range():
+    enc = encodings.get("learned", max_positions=8)
+    with pytest.raises(ValueError, match="max_positions=8 .* needs position 8"):
+        enc.check(CFG.dims(), max_position=8)
+    model = build(enc)
+    tok = tokens()
+    assert bool(jnp.isfinite(model(tok[:, :8], contiguous(8))).all())
+    # Bypassing check: out-of-range rows read NaN, which poisons the output, instead of a silently
+    # clamped row that would look like a plausible result.
+    assert bool(jnp.isnan(model(tok, contiguous())).any())
+
+
+def test_unknown_encoding_lists_known_ones():
+    with pytest.raises(ValueError, match="Known encodings: .*rope"):
+        encodings.get("rotary")
+    with pytest.raises(ValueError, match="no hyper-parameter"):
+        encodings.get("rope", bsae=10.0)
+
+
+@pytest.mark.parametrize("name", encodings.names())
+def test_encodings_are_hashable_and_round_trip(name):
+    enc = encodings.get(name)
+    assert hash(enc) == hash(encodings.get(name))
+    assert encodings.from_dict(encodings.to_dict(enc)) == enc

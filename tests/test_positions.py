@@ -1,0 +1,90 @@
+"""Position samplers: determinism, ranges, padding at 0, and the registry."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pe_research import positions
+from pe_research.positions import Contiguous, Offset, Randomized, Scaled
+
+LENGTHS = jnp.array([[3], [8], [1], [6]])
+VALID_BL = jnp.arange(8)[None, :] < LENGTHS  # rows of n = 3, 8, 1, 6 real tokens, width 8
+SAMPLERS = [Contiguous(), Offset(max_offset=50), Randomized(max_pos=20), Scaled(stride=3)]
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS, ids=lambda s: s.name)
+def test_contract_same_key_same_positions_padding_zero_increasing(sampler):
+    key = jax.random.key(0)
+    pos_BL = sampler.sample(key, VALID_BL)
+    assert pos_BL.dtype == jnp.int32 and pos_BL.shape == VALID_BL.shape
+    np.testing.assert_array_equal(pos_BL, sampler.sample(key, VALID_BL))
+    np.testing.assert_array_equal(pos_BL, jax.jit(sampler.sample)(key, VALID_BL))
+    pos, valid = np.asarray(pos_BL), np.asarray(VALID_BL)
+    assert (pos[~valid] == 0).all()
+    assert 0 <= pos.min() and pos.max() <= sampler.max_position(8)
+    for row, n in zip(pos, np.asarray(LENGTHS)[:, 0], strict=True):
+        assert (np.diff(row[:n]) > 0).all()
+
+
+def test_offset_shifts_each_row_by_a_constant_that_varies_across_rows():
+    valid_BL = jnp.ones((16, 5), bool)
+    pos = np.asarray(Offset(max_offset=1000).sample(jax.random.key(1), valid_BL))
+    offset_B = pos[:, 0]
+    np.testing.assert_array_equal(pos, offset_B[:, None] + np.arange(5)[None, :])
+    assert len(set(offset_B)) > 1 and 0 <= offset_B.min() and offset_B.max() <= 1000
+    assert Offset(max_offset=7).max_position(5) == 11
+
+
+def test_offset_covers_both_ends_of_its_range():
+    pos = np.asarray(Offset(max_offset=2).sample(jax.random.key(2), jnp.ones((200, 1), bool)))
+    assert set(pos[:, 0]) == {0, 1, 2}
+
+
+def test_randomized_positions_are_sorted_distinct_samples_within_range():
+    sampler = Randomized(max_pos=12)
+    valid_BL, lengths_B = jnp.tile(VALID_BL, (16, 1)), np.tile(np.asarray(LENGTHS)[:, 0], 16)
+    pos = np.asarray(sampler.sample(jax.random.key(3), valid_BL))
+    for row, n in zip(pos, lengths_B, strict=True):
+        assert (np.diff(row[:n]) > 0).all() and 0 <= row[:n].min() and row[:n].max() < 12
+        assert (row[n:] == 0).all()
+    # Every value of [0, max_pos) is reachable, and a full-width row is all of them in order.
+    assert set(pos[np.asarray(valid_BL)]) == set(range(12))
+    full = np.asarray(sampler.sample(jax.random.key(5), jnp.ones((2, 12), bool)))
+    np.testing.assert_array_equal(full, np.tile(np.arange(12), (2, 1)))
+
+
+def test_randomized_range_smaller_than_the_sequence_is_a_clear_error():
+    sampler = Randomized(max_pos=5)
+    with pytest.raises(ValueError, match="randomized position range smaller than the sequence"):
+        sampler.max_position(6)
+    with pytest.raises(ValueError, match="raise max_pos to at least 6"):
+        sampler.check(6)
+    assert sampler.max_position(5) == 4
+
+
+def test_randomized_fills_a_padded_width_beyond_its_range():
+    """Buckets may be wider than max_pos; only the real tokens need distinct positions."""
+    valid_BL = jnp.broadcast_to(jnp.arange(8) < 5, (3, 8))
+    pos = np.asarray(Randomized(max_pos=5).sample(jax.random.key(0), valid_BL))
+    np.testing.assert_array_equal(pos[:, :5], np.broadcast_to(np.arange(5), (3, 5)))
+    assert (pos[:, 5:] == 0).all()
+
+
+def test_scaled_multiplies_by_an_integer_stride():
+    pos = np.asarray(Scaled(stride=4).sample(jax.random.key(0), VALID_BL))
+    np.testing.assert_array_equal(pos[1], 4 * np.arange(8))
+    assert Scaled(stride=4).max_position(8) == 28
+    with pytest.raises(ValueError, match="integer"):
+        Scaled(stride=1.5)
+
+
+def test_registry_round_trip_and_helpful_errors():
+    assert positions.names() == ["contiguous", "offset", "randomized", "scaled"]
+    for sampler in SAMPLERS:
+        assert positions.from_dict(positions.to_dict(sampler)) == sampler
+        hash(sampler)
+    with pytest.raises(ValueError, match="Known samplers: contiguous, offset, randomized, scaled"):
+        positions.get("shuffled")
+    with pytest.raises(ValueError, match="it takes: \\['max_pos'\\]"):
+        positions.get("randomized", stride=2)
