@@ -1,8 +1,8 @@
 """The `pe-research` command line: thin wrappers that parse typed configs and call the library.
 
-    pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
-    pe-research sweep EXPERIMENT [--out DIR]
-    pe-research plot RUN_DIR... --out FIG.png
+pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
+pe-research sweep EXPERIMENT [--out DIR]
+pe-research plot RUN_DIR... --out FIG.png
 """
 
 from __future__ import annotations

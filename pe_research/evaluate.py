@@ -40,8 +40,9 @@ def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
 
     def eval_fn(params: Any, key: jax.Array, length: jax.Array, pad_to: int):
         k_task, k_pos = jax.random.split(key)
-        batch = task.sample(k_task, batch_size, length, min_length=length, pad_to=pad_to,
-                            causal=causal)
+        batch = task.sample(
+            k_task, batch_size, length, min_length=length, pad_to=pad_to, causal=causal
+        )
         pos_BL = sampler.sample(k_pos, batch.valid)
         logits_BLV = nnx.merge(graphdef, params)(batch.inputs, pos_BL, batch.valid)
         mask_BL = batch.loss_mask
@@ -71,13 +72,15 @@ def evaluate(
         t0 = time.perf_counter()
         metrics = eval_fn(params, jax.random.fold_in(root, n), jnp.int32(n), pad_to=pad_to)
         metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-        rows.append({
-            "length": n,
-            **metrics,
-            "num_sequences": cfg.eval.batch_size,
-            "padded_to": pad_to,
-            "seconds": round(time.perf_counter() - t0, 3),
-        })
+        rows.append(
+            {
+                "length": n,
+                **metrics,
+                "num_sequences": cfg.eval.batch_size,
+                "padded_to": pad_to,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+        )
     compiles = len(set(widths.values()))  # jit caches one program per width
     for row in rows:
         row["compiles"] = compiles

@@ -47,9 +47,7 @@ class Attention(nnx.Module):
         logits_BHLM = jnp.einsum(
             "BLHK,BMHK->BHLM", q_BLHK, k_BMHK, preferred_element_type=jnp.float32
         )
-        logits_BHLM = logits_BHLM * scale + self.encoding.bias(
-            pe, q_BLHK, k_BMHK, pos_BL, pos_BL
-        )
+        logits_BHLM = logits_BHLM * scale + self.encoding.bias(pe, q_BLHK, k_BMHK, pos_BL, pos_BL)
         L = x_BLD.shape[1]
         allowed_BLM = jnp.broadcast_to(valid_BL[:, None, :], (x_BLD.shape[0], L, L))
         if self.causal:

@@ -85,8 +85,9 @@ class Randomized:
         # A padded width may exceed max_pos; the run's check guarantees n <= max_pos itself.
         score_BP = jax.random.uniform(key, (B, self.max_pos))
         _, chosen_BK = jax.lax.top_k(score_BP, min(L, self.max_pos))
-        chosen_BL = jnp.pad(chosen_BK, ((0, 0), (0, L - chosen_BK.shape[1])),
-                            constant_values=self.max_pos)
+        chosen_BL = jnp.pad(
+            chosen_BK, ((0, 0), (0, L - chosen_BK.shape[1])), constant_values=self.max_pos
+        )
         n_B1 = jnp.sum(valid_BL, axis=1, keepdims=True, dtype=jnp.int32)
         first_n_BL = jnp.arange(L, dtype=jnp.int32)[None, :] < n_B1
         sorted_BL = jnp.sort(jnp.where(first_n_BL, chosen_BL, self.max_pos), axis=1)

@@ -48,8 +48,9 @@ def experiment_runs(module: ModuleType) -> list[RunConfig]:
         raise ValueError(f"{module.__file__}: runs() returned no run configs.")
     for cfg in configs:
         if not isinstance(cfg, RunConfig):
-            raise ValueError(f"{module.__file__}: runs() returned {type(cfg).__name__}, "
-                            "expected RunConfig.")
+            raise ValueError(
+                f"{module.__file__}: runs() returned {type(cfg).__name__}, expected RunConfig."
+            )
     return configs
 
 
@@ -60,8 +61,11 @@ def _safe(label: str) -> str:
 def run_dir_for(root: Path, cfg: RunConfig) -> Path:
     """root/<task>/<encoding>/seed<N>-<hash of the whole config>."""
     digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
-    return Path(root) / _safe(task_label(cfg.task)) / _safe(cfg.encoding.label()) / (
-        f"seed{cfg.seed}-{digest}"
+    return (
+        Path(root)
+        / _safe(task_label(cfg.task))
+        / _safe(cfg.encoding.label())
+        / (f"seed{cfg.seed}-{digest}")
     )
 
 
@@ -74,8 +78,15 @@ def run_sweep(configs: list[RunConfig], root: Path, *, progress: bool = True) ->
     if len(todo) < len(configs):
         print(f"{len(configs) - len(todo)} of {len(configs)} runs already finished; skipping them.")
     t0 = time.perf_counter()
-    for cfg, run_dir in tqdm(todo, desc="sweep", disable=not progress):
+    for i, (cfg, run_dir) in enumerate(tqdm(todo, desc="sweep", disable=not progress)):
+        t_run = time.perf_counter()
         train.train(cfg, run_dir, progress=progress)
+        rows = results.read_jsonl(run_dir / results.EVAL)
+        accuracy = " ".join(f"{r['length']}:{r['token_accuracy']:.2f}" for r in rows)
+        tqdm.write(
+            f"[{i + 1}/{len(todo)}] {task_label(cfg.task)}/{cfg.encoding.label()} "
+            f"({time.perf_counter() - t_run:.0f} s) token accuracy by length {accuracy}"
+        )
     if todo:
         print(f"Trained {len(todo)} runs in {time.perf_counter() - t0:.0f} s.")
     return dirs
@@ -96,9 +107,12 @@ def summary_table(rows: list[dict[str, Any]], metric: str = "token_accuracy") ->
         out.append("encoding".ljust(width) + "".join(f"{n:>7}" for n in lengths))
         for enc in sorted(cells[task]):
             vals = cells[task][enc]
-            out.append(enc.ljust(width) + "".join(
-                f"{sum(vals[n]) / len(vals[n]):7.3f}" if vals.get(n) else "      -"
-                for n in lengths
-            ))
+            out.append(
+                enc.ljust(width)
+                + "".join(
+                    f"{sum(vals[n]) / len(vals[n]):7.3f}" if vals.get(n) else "      -"
+                    for n in lengths
+                )
+            )
         out.append("")
     return "\n".join(out)

@@ -101,8 +101,9 @@ def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
         return loss_and_metrics(model(batch.inputs, pos_BL, batch.valid), batch)
 
     def step(state: TrainState, data_key: jax.Array, pos_key: jax.Array):
-        batch = task.sample(jax.random.fold_in(data_key, state.step), batch_size, length,
-                            causal=causal)
+        batch = task.sample(
+            jax.random.fold_in(data_key, state.step), batch_size, length, causal=causal
+        )
         pos_BL = sampler.sample(jax.random.fold_in(pos_key, state.step), batch.valid)
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, pos_BL)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
@@ -163,8 +164,11 @@ def train(
             state, metrics = step_fn(state, keys.data, keys.positions)
             if pending is not None:
                 row = write(f, *pending)
-                bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{row['accuracy']:.3f}",
-                                tok_s=f"{row['tokens_per_s']:.0f}")
+                bar.set_postfix(
+                    loss=f"{row['loss']:.3f}",
+                    acc=f"{row['accuracy']:.3f}",
+                    tok_s=f"{row['tokens_per_s']:.0f}",
+                )
                 pending = None
             if (i + 1) % log_every == 0 or i + 1 == steps:
                 pending = (i + 1, metrics)

@@ -1,5 +1,6 @@
 """Properties of the attention-bias encodings: ALiBi, T5, Kerple, FIRE, Transformer-XL."""
 
+import functools
 import math
 
 import jax
@@ -9,7 +10,6 @@ import pytest
 from flax import nnx
 
 from pe_research.config import ModelConfig
-from pe_research.encodings.absolute import sinusoidal_table
 from pe_research.encodings.base import Dims
 from pe_research.encodings.bias import (
     FIRE,
@@ -35,8 +35,9 @@ ENCODINGS = [
 ]
 IDS = [f"{e.name}-{getattr(e, 'variant', '')}" for e in ENCODINGS]
 
-# One compilation per encoding and shape instead of one per operation: keeps the file fast.
-_bias = jax.jit(lambda enc, *args: enc.bias(*args), static_argnums=0)
+# One quick compilation per encoding and shape instead of one per operation: keeps the file fast.
+FAST = {"xla_backend_optimization_level": 0}
+_bias = jax.jit(lambda enc, *args: enc.bias(*args), static_argnums=0, compiler_options=FAST)
 
 
 def _qk(seed, B=2, L=6, M=6, dims=DIMS, dtype=jnp.float32):
@@ -51,7 +52,9 @@ def _init(enc, dims=DIMS):
     return _init_jit(enc, dims, jax.random.key(0))
 
 
-_init_jit = jax.jit(lambda enc, dims, key: enc.init_layer(key, dims), static_argnums=(0, 1))
+_init_jit = jax.jit(
+    lambda enc, dims, key: enc.init_layer(key, dims), static_argnums=(0, 1), compiler_options=FAST
+)
 
 
 # -- ALiBi ----------------------------------------------------------------------------------------
@@ -240,42 +243,36 @@ def test_kerple_variants_and_formula():
 def test_kerple_power_gradient_finite_at_distance_zero():
     enc = Kerple(variant="power")
     params = _init(enc)
-    pos = jnp.arange(4)[None]
-    q, k = _qk(1, B=1, L=4, M=4)
-    grads = jax.grad(lambda p: jnp.sum(_bias(enc, p, q, k, pos, pos)))(params)
+    q, k = _qk(1)
+    grads = jax.jit(jax.grad(lambda p: jnp.sum(enc.bias(p, q, k, TEST_POS, TEST_POS))))(params)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in grads.values())
 
 
 # -- FIRE -----------------------------------------------------------------------------------------
 
 
-def test_fire_shape_and_normalization():
+def test_fire_shape_and_causal_normalization():
     enc = FIRE(init_threshold=4.0)
     params = _init(enc)
-    pos = jnp.arange(10)[None].repeat(2, 0)
-    q, k = _qk(1, L=10, M=10)
-    bias = _bias(enc, params, q, k, pos, pos)
-    assert bias.shape == (2, DIMS.num_heads, 10, 10) and bias.dtype == jnp.float32
-    x = jax.jit(fire_normalized_distance)(pos, pos, c=0.1, threshold=4.0)
-    psi = lambda v: math.log(0.1 * v + 1)
-    np.testing.assert_allclose(x[0, 2, 0], psi(2) / (psi(4) + 1e-6), rtol=1e-5)  # i < L
-    np.testing.assert_allclose(x[0, 9, 3], psi(6) / (psi(9) + 1e-6), rtol=1e-5)  # i >= L
-    causal_part = jnp.tril(x[0])
-    assert bool(jnp.all((causal_part >= 0) & (causal_part <= 1)))
-
-
-def test_fire_normalization_is_causal():
-    # The bias of (i, j) uses positions i and j only: a prefix gives the same block, however long
-    # the sequence it came from.
-    enc = FIRE(init_threshold=2.0)
-    params = _init(enc)
     q, k = _qk(1, L=12, M=12)
-    long = jnp.arange(12)[None].repeat(2, 0)
-    full = _bias(enc, params, q, k, long, long)
-    prefix = _bias(enc, params, q[:, :5], k[:, :5], long[:, :5], long[:, :5])
-    np.testing.assert_allclose(full[:, :, :5, :5], prefix, rtol=1e-6)
-    # And the query position, not the key, sets the normalizer: (i=8, j=2) != (i=2, j=8).
-    assert not np.allclose(full[:, :, 8, 2], full[:, :, 2, 8])
+    pos = jnp.arange(12)[None].repeat(2, 0)
+    bias = _bias(enc, params, q, k, pos, pos)
+    assert bias.shape == (2, DIMS.num_heads, 12, 12) and bias.dtype == jnp.float32
+    # The bias of (i, j) uses positions i and j only: moving later positions changes nothing in
+    # the block before them (no normalization by the longest position or the length).
+    moved = pos.at[:, 5:].add(100)
+    np.testing.assert_allclose(
+        _bias(enc, params, q, k, moved, moved)[:, :, :5, :5], bias[:, :, :5, :5], rtol=1e-6
+    )
+    # The query position, not the key position, sets the normalizer.
+    assert not np.allclose(bias[:, :, 8, 2], bias[:, :, 2, 8])
+
+    x = jax.jit(fire_normalized_distance)(pos, pos, c=0.1, threshold=4.0)
+    i, j = np.arange(12)[:, None], np.arange(12)[None, :]
+    expected = np.log1p(0.1 * np.abs(i - j)) / (np.log1p(0.1 * np.maximum(4, i)) + 1e-6)
+    np.testing.assert_allclose(x[0], expected, rtol=1e-5)
+    causal_part = np.tril(x[0])
+    assert bool(np.all((causal_part >= 0) & (causal_part <= 1)))
 
 
 # -- Transformer-XL -------------------------------------------------------------------------------
@@ -283,17 +280,21 @@ def test_fire_normalization_is_causal():
 
 def test_transformer_xl_matches_direct_computation():
     enc = TransformerXL()
-    params = _init(enc)
-    q, k = _qk(1, B=1, L=5, M=5)
-    pos = jnp.asarray([[2, 3, 7, 8, 20]])
-    got = _bias(enc, params, q, k, pos, pos)
-    offsets = (pos[0][:, None] - pos[0][None, :]).reshape(-1)
-    r_OR = sinusoidal_table(offsets, DIMS.d_model, layout="halves").reshape(5, 5, -1)
-    proj_LMHK = jnp.einsum("LMR,RHK->LMHK", r_OR, params["w_RHK"])
-    qv_LHK = q[0] + params["v_HK"][None]
-    expected = jnp.einsum("LHK,LMHK->HLM", qv_LHK, proj_LMHK)
-    expected = expected + jnp.einsum("HK,MHK->HM", params["u_HK"], k[0])[:, None, :]
-    np.testing.assert_allclose(got[0], expected / math.sqrt(DIMS.head_dim), rtol=1e-4, atol=1e-5)
+    params = {name: np.asarray(value, np.float64) for name, value in _init(enc).items()}
+    q, k = _qk(1)
+    pos = TEST_POS + 11
+    got = _bias(enc, _init(enc), q, k, pos, pos)
+    # R_o = [sin(o w), cos(o w)] for every pair's offset o = i - j, computed directly.
+    w_F = 10000.0 ** (-np.arange(0, DIMS.d_model, 2) / DIMS.d_model)
+    o_BLM = np.asarray(pos)[:, :, None] - np.asarray(pos)[:, None, :]
+    angle_BLMF = o_BLM[..., None] * w_F
+    r_BLMR = np.concatenate([np.sin(angle_BLMF), np.cos(angle_BLMF)], axis=-1)
+    proj_BLMHK = np.einsum("BLMR,RHK->BLMHK", r_BLMR, params["w_RHK"])
+    qv_BLHK = np.asarray(q, np.float64) + params["v_HK"][None, None]
+    expected = np.einsum("BLHK,BLMHK->BHLM", qv_BLHK, proj_BLMHK)
+    content_BHM = np.einsum("HK,BMHK->BHM", params["u_HK"], np.asarray(k, np.float64))
+    expected = (expected + content_BHM[:, :, None, :]) / math.sqrt(DIMS.head_dim)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
 # -- inside the model -----------------------------------------------------------------------------
@@ -319,7 +320,7 @@ def test_model_causal_and_bf16(enc):
     graphdef, state = nnx.split(model)
     bf16 = jax.tree.map(lambda a: a.astype(jnp.bfloat16), state)
 
-    @jax.jit
+    @functools.partial(jax.jit, compiler_options=FAST)
     def forward(state, bf16):
         return nnx.merge(graphdef, state)(tokens, pos), nnx.merge(graphdef, bf16)(tokens, pos)
 

@@ -1,5 +1,6 @@
 """The pure train step, the loop and the run directory it writes."""
 
+import dataclasses
 import json
 
 import jax
@@ -47,7 +48,7 @@ def test_golden_train_step():
 def test_same_seed_same_numbers_other_seed_other_numbers():
     state_a, losses_a = run_steps(TINY, 2)
     state_b, losses_b = run_steps(TINY, 2)
-    _, losses_c = run_steps(RunConfig(**{**TINY.__dict__, "seed": 1}), 2)
+    _, losses_c = run_steps(dataclasses.replace(TINY, seed=1), 2)
     assert losses_a == losses_b
     assert losses_a != losses_c
     for x, y in zip(jax.tree.leaves(state_a.params), jax.tree.leaves(state_b.params), strict=True):
@@ -90,17 +91,25 @@ def test_finished_run_is_refused_unless_overwrite(tmp_path):
     train.train(TINY, run, progress=False)
     with pytest.raises(FileExistsError, match="--overwrite"):
         train.train(TINY, run, progress=False)
-    longer = RunConfig(**{**TINY.__dict__, "train": TrainConfig(steps=4, batch_size=8,
-                                                                  train_length=4, log_every=1)})
+    longer = dataclasses.replace(
+        TINY, train=TrainConfig(steps=4, batch_size=8, train_length=4, log_every=1)
+    )
     train.train(longer, run, overwrite=True, progress=False)
     # The old run's rows are gone, not mixed with the new ones.
     assert [m["step"] for m in results.read_jsonl(run / results.METRICS)] == [1, 2, 3, 4]
 
 
 def test_diverging_run_stops_with_a_clear_message(tmp_path):
-    cfg = RunConfig(**{**TINY.__dict__, "train": TrainConfig(
-        steps=20, batch_size=8, train_length=4, learning_rate=1e30, warmup_steps=0, grad_clip=1e30,
-        log_every=1)})
+    explode = TrainConfig(
+        steps=20,
+        batch_size=8,
+        train_length=4,
+        learning_rate=1e30,
+        warmup_steps=0,
+        grad_clip=1e30,
+        log_every=1,
+    )
+    cfg = dataclasses.replace(TINY, train=explode)
     with pytest.raises(train.TrainingDiverged, match="lower learning_rate"):
         train.train(cfg, tmp_path / "run", progress=False)
     assert not results.is_done(tmp_path / "run")

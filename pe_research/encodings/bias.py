@@ -92,8 +92,9 @@ def t5_relative_bucket(
         scheme = "bidirectional" if bidirectional else "unidirectional"
         raise ValueError(
             f"the {scheme} T5 scheme with num_buckets={num_buckets} has {max_exact} exact "
-            f"buckets per direction and needs 1 <= that < max_distance={max_distance}: use "
-            f"num_buckets >= {8 if bidirectional else 4} and a larger max_distance."
+            f"buckets per direction; it needs at least 1 and fewer than max_distance="
+            f"{max_distance}: use num_buckets >= {4 if bidirectional else 2} and max_distance > "
+            f"{max(max_exact, 1)}."
         )
     rel = jnp.asarray(relative_position, jnp.int32)
     if bidirectional:
@@ -182,11 +183,12 @@ class Kerple(Encoding):
     log:   logits += -r1_h * log(1 + r2_h * |m - n|)
     power: logits += -r1_h * |m - n| ** r2_h,  with r2_h <= 2
 
-    The paper keeps r1, r2 >= 1e-2 (and the power exponent <= 2) by clamping the parameters
-    after each update. Hooks are pure, so we reparameterize instead: r = eps + softplus(raw), and
-    for the power exponent r2 = eps + (2 - eps) * sigmoid(raw); gradients never vanish at the
-    bound. Initial values follow the paper's code: uniform on (0, 2) for the log kernel's r1 and
-    the power exponent, on (0, 1) for the others. |m - n| makes it symmetric without a causal mask.
+    The paper's code keeps r1, r2 >= 1e-2 (and the power exponent <= 2) by clamping the
+    parameters in place at every step. Hooks are pure and cannot do that, so we reparameterize
+    (our choice, same bounds): r = eps + softplus(raw), and for the power exponent
+    r2 = eps + (2 - eps) * sigmoid(raw). Initial values follow the paper's code: uniform on (0, 2)
+    for the log kernel's r1 and the power exponent, on (0, 1) for the others. |m - n| gives the
+    paper's kernel under a causal mask and the symmetric variant without one.
     """
 
     name = "kerple"
@@ -204,6 +206,7 @@ class Kerple(Encoding):
         k1, k2 = jax.random.split(key)
         H, eps = dims.num_heads, self.eps
         top1, top2 = (2.0, 1.0) if self.variant == "log" else (1.0, 2.0)
+        # Bounded away from the limits so that the inverse parameterization stays finite.
         r1_H = jax.random.uniform(k1, (H,), minval=2 * eps, maxval=top1)
         r2_H = jax.random.uniform(k2, (H,), minval=2 * eps, maxval=top2 - eps)
         if self.variant == "log":
