@@ -10,7 +10,26 @@ symbols and evaluated at 16, 32, ..., 128 symbols (1x-8x the training length), 1
 per length. Writes runs/default/<task>/<encoding>/seed0-<hash>/ and
 runs/default/extrapolation_{token_accuracy,exact_match}.png.
 
-Runtime and result: RESULT_PLACEHOLDER
+Runtime: 6 min 15 s on the 2-core CPU development machine with an empty compilation cache
+(15 runs of 11-36 s: about 20 s of training at ~50k padded tokens/s for copy and reverse, 3 s
+to compile the step, 4 evaluation compiles, one per power-of-two bucket).
+
+Result (token accuracy at 1x / 2x / 8x the training length, seed 0, from that run):
+
+    task     nope            sinusoidal      learned         rope            alibi
+    copy     .62 /.25 /.09   .98 /.17 /.10   .94 /.29 /.11   .99 /.30 /.07   .97 /.94 /.37
+    reverse  .50 /.24 /.09   .96 /.20 /.08   .95 /.16 /.09   .99 /.44 /.10   .76 /.43 /.12
+    offset   .31 /.24 /.13   1.0 /.49 /.17   .81 /.39 /.14   1.0 /.91 /.53   .42 /.33 /.25
+
+- Absolute encodings (sinusoidal, learned) fit every task in distribution and collapse to near
+  chance (1/16) as soon as lengths exceed the training range.
+- RoPE holds up best on offset, the task that needs a fixed relative look-back: 91% at 2x and
+  53% at 8x. On copy and reverse it fits in distribution but drops to near chance.
+- ALiBi is the only encoding that extrapolates copy (94% at 2x, 37% at 8x), but in 500 steps it
+  fits reverse and offset only partly: its recency bias favours near tokens.
+- NoPE does not fit any task in 500 steps at this size.
+- Exact match beyond 1x is 0 everywhere except RoPE on offset (5% at 2x) and ALiBi on copy
+  (14% at 2x).
 """
 
 from pe_research import encodings, tasks
