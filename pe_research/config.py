@@ -100,7 +100,7 @@ def _union(registry: dict[str, type]) -> Any:
     return Union[members]  # noqa: UP007 (built at runtime from the registry)
 
 
-TaskChoice = _union({name: type(tasks.get(name)) for name in tasks.names()})
+TaskChoice = _union(tasks.classes())
 EncodingChoice = _union(encodings.classes())
 SamplerChoice = _union(samplers.classes())
 

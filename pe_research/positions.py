@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from pe_research.registry import Registry
+
 
 @dataclasses.dataclass(frozen=True)
 class Contiguous:
@@ -130,43 +132,14 @@ def _check_int(what: str, value: Any, *, minimum: int) -> None:
 
 Sampler = Contiguous | Offset | Randomized | Scaled
 
-_REGISTRY: dict[str, type[Sampler]] = {
-    cls.name: cls for cls in (Contiguous, Offset, Randomized, Scaled)
-}
-
-
-def names() -> list[str]:
-    return list(_REGISTRY)
-
-
-def classes() -> dict[str, type[Sampler]]:
-    """Name -> sampler class (for building CLIs and configs)."""
-    return dict(_REGISTRY)
-
-
-def get(name: str, **options: Any) -> Sampler:
-    """The sampler `name`; ValueError lists the known samplers or the options it takes."""
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"Unknown position sampler {name!r}. Known samplers: {', '.join(names())}."
-        )
-    cls = _REGISTRY[name]
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(
-            f"Position sampler {name!r} has no option(s) {unknown}; "
-            f"it takes: {sorted(known) or 'none'}."
-        )
-    return cls(**options)
+_REGISTRY: Registry[Sampler] = Registry(
+    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled)
+)
+names = _REGISTRY.names
+classes = _REGISTRY.classes
+get = _REGISTRY.get
+from_dict = _REGISTRY.from_dict
 
 
 def to_dict(sampler: Sampler) -> dict[str, Any]:
     return {"name": sampler.name, **dataclasses.asdict(sampler)}
-
-
-def from_dict(d: dict[str, Any]) -> Sampler:
-    d = dict(d)
-    if "name" not in d:
-        raise ValueError(f"A position sampler entry needs a 'name' key, got {d}.")
-    return get(d.pop("name"), **d)

@@ -22,6 +22,8 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from pe_research.registry import Registry
+
 
 class Batch(NamedTuple):
     """One batch; every array is [B, L] (int32 tokens, bool masks)."""
@@ -220,22 +222,13 @@ class Offset(Task):
         )
 
 
-_REGISTRY: dict[str, type[Task]] = {cls.name: cls for cls in (Copy, Reverse, Offset)}
-
-
-def names() -> list[str]:
-    return list(_REGISTRY)
+_REGISTRY: Registry[Task] = Registry("task", "option", (Copy, Reverse, Offset))
+names = _REGISTRY.names
+classes = _REGISTRY.classes
 
 
 def get(name: str, **options: Any) -> Task:
-    """The task `name` with the given options; ValueError lists the known tasks."""
-    if name not in _REGISTRY:
-        raise ValueError(f"Unknown task {name!r}. Known tasks: {', '.join(names())}.")
-    cls = _REGISTRY[name]
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(f"Task {name!r} has no option(s) {unknown}; it takes {sorted(known)}.")
-    task = cls(**options)
+    """The task `name` with the given options, checked; ValueError lists the known tasks."""
+    task = _REGISTRY.get(name, **options)
     task.check()
     return task

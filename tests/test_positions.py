@@ -84,7 +84,9 @@ def test_registry_round_trip_and_helpful_errors():
     for sampler in SAMPLERS:
         assert positions.from_dict(positions.to_dict(sampler)) == sampler
         hash(sampler)
-    with pytest.raises(ValueError, match="Known samplers: contiguous, offset, randomized, scaled"):
+    with pytest.raises(
+        ValueError, match="Known position samplers: contiguous, offset, randomized, scaled"
+    ):
         positions.get("shuffled")
     with pytest.raises(ValueError, match="it takes: \\['max_pos'\\]"):
         positions.get("randomized", stride=2)

@@ -10,7 +10,6 @@ property tests. The model does not change.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from pe_research.encodings.absolute import (
@@ -36,10 +35,12 @@ from pe_research.encodings.bias import (
 from pe_research.encodings.contextual import CoPE
 from pe_research.encodings.rope_scaling import RopeScaling
 from pe_research.encodings.rotary import RoPE, RoPEND, XPos, apply_rope, rope_frequencies
+from pe_research.registry import Registry
 
-_REGISTRY: dict[str, type[Encoding]] = {
-    cls.name: cls
-    for cls in (
+_REGISTRY: Registry[Encoding] = Registry(
+    "encoding",
+    "hyper-parameter",
+    (
         # the seed essay's sequence
         NoPE,
         Integer,
@@ -57,44 +58,16 @@ _REGISTRY: dict[str, type[Encoding]] = {
         FIRE,
         TransformerXL,
         CoPE,
-    )
-}
-
-
-def names() -> list[str]:
-    """Registered encoding names, in registry order."""
-    return list(_REGISTRY)
-
-
-def classes() -> dict[str, type[Encoding]]:
-    """Name -> encoding class (for building CLIs and docs)."""
-    return dict(_REGISTRY)
-
-
-def get(name: str, **hyperparameters: Any) -> Encoding:
-    """The encoding `name` with the given hyper-parameters (defaults for the rest)."""
-    if name not in _REGISTRY:
-        raise ValueError(f"Unknown encoding {name!r}. Known encodings: {', '.join(names())}.")
-    cls = _REGISTRY[name]
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(hyperparameters) - known)
-    if unknown:
-        raise ValueError(
-            f"Encoding {name!r} has no hyper-parameter(s) {unknown}; "
-            f"it takes: {sorted(known) or 'none'}."
-        )
-    return cls(**hyperparameters)
+    ),
+)
+names = _REGISTRY.names
+classes = _REGISTRY.classes
+get = _REGISTRY.get
+from_dict = _REGISTRY.from_dict
 
 
 def to_dict(encoding: Encoding) -> dict[str, Any]:
     return {"name": encoding.name, **encoding.hyperparameters()}
-
-
-def from_dict(d: dict[str, Any]) -> Encoding:
-    d = dict(d)
-    if "name" not in d:
-        raise ValueError(f"An encoding entry needs a 'name' key, got {d}.")
-    return get(d.pop("name"), **d)
 
 
 __all__ = [
