@@ -11,16 +11,8 @@ from flax import nnx
 
 from pe_research.config import ModelConfig
 from pe_research.encodings.base import Dims
-from pe_research.encodings.bias import (
-    FIRE,
-    ALiBi,
-    Kerple,
-    T5Bias,
-    TransformerXL,
-    alibi_slopes,
-    fire_normalized_distance,
-    t5_relative_bucket,
-)
+from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
+from pe_research.encodings.learned_bias import FIRE, TransformerXL, fire_normalized_distance
 from pe_research.model import Transformer
 
 DIMS = Dims(d_model=32, num_heads=2, head_dim=16, causal=True)

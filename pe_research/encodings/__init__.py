@@ -23,16 +23,9 @@ from pe_research.encodings.absolute import (
     sinusoidal_table,
 )
 from pe_research.encodings.base import Dims, Encoding
-from pe_research.encodings.bias import (
-    FIRE,
-    ALiBi,
-    Kerple,
-    T5Bias,
-    TransformerXL,
-    alibi_slopes,
-    t5_relative_bucket,
-)
+from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
 from pe_research.encodings.contextual import CoPE
+from pe_research.encodings.learned_bias import FIRE, TransformerXL
 from pe_research.encodings.rope_scaling import RopeScaling
 from pe_research.encodings.rotary import RoPE, RoPEND, XPos, apply_rope, rope_frequencies
 from pe_research.registry import Registry
