@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
@@ -150,7 +149,3 @@ def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
                 "train_length": cfg.train.train_length,
                 **row,
             }
-
-
-def clear(run_dir: Path) -> None:
-    shutil.rmtree(run_dir, ignore_errors=True)

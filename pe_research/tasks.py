@@ -16,6 +16,7 @@ placeholders, and the loss covers the placeholders, as in Ruoss et al. (2023).
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any, ClassVar, NamedTuple
 
@@ -35,7 +36,7 @@ class Batch(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class Task:
+class Task(abc.ABC):
     """Base of the tasks: the alphabet, the special tokens and length bookkeeping."""
 
     name: ClassVar[str] = "task"
@@ -59,9 +60,9 @@ class Task:
     def vocab_size(self) -> int:
         return self.alphabet + 3
 
+    @abc.abstractmethod
     def seq_len(self, length: int, causal: bool) -> int:
         """Model input width that a sequence of `length` data symbols needs."""
-        raise NotImplementedError
 
     def check(self) -> None:
         if self.alphabet < 2:
@@ -93,8 +94,9 @@ class Task:
         n_B = jax.random.randint(k_len, (batch_size,), min_length, length + 1)
         return self._build(k_sym, n_B, pad_to, causal)
 
+    @abc.abstractmethod
     def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
-        raise NotImplementedError
+        """The batch for per-sequence lengths n_B, padded to `width`."""
 
 
 def _gather_BL(x_BT: jax.Array, idx_BL: jax.Array, use_BL: jax.Array) -> jax.Array:
@@ -109,9 +111,9 @@ class _PromptAnswer(Task):
     def seq_len(self, length: int, causal: bool) -> int:
         return 2 * length if causal else 2 * length + 1
 
+    @abc.abstractmethod
     def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
         """Index into x of answer symbol j."""
-        raise NotImplementedError
 
     def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
         B = n_B.shape[0]
