@@ -180,3 +180,9 @@ def train(
     results.write_jsonl(run_dir / results.EVAL, rows)
     results.mark_done(run_dir)
     return graphdef, state.params
+
+
+def train_group(cfgs: list[RunConfig], run_dirs: list[Path], *, progress: bool = True) -> None:
+    """Train several runs and write each one's run directory (same contract as `train`)."""
+    for cfg, run_dir in zip(cfgs, run_dirs, strict=True):
+        train(cfg, run_dir, progress=progress)
