@@ -114,6 +114,9 @@ class RunConfig:
     model: ModelConfig = ModelConfig()
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
+    eval_encoding: tyro.conf.Suppress[EncodingChoice | None] = None
+    """Evaluate the trained parameters under this encoding instead (context extension without
+    retraining, e.g. RoPE with a scaling); set from experiment files, not the command line."""
     positions: SamplerChoice = Contiguous()
     """How training positions are sampled (explicit inputs to the model); see eval.positions."""
     seed: int = 0
@@ -126,7 +129,10 @@ class RunConfig:
 
     @property
     def eval_sampler(self) -> Sampler:
-        return self.positions if self.eval.positions == "train" else Contiguous()
+        """Contiguous positions unless eval.positions == "train"; n-D (grid) positions are
+        coordinates of the task, so they are always kept."""
+        keep = self.eval.positions == "train" or self.positions.position_axes is not None
+        return self.positions if keep else Contiguous()
 
     def max_position(self) -> int:
         """The largest position any batch of this run can carry (training or evaluation)."""
@@ -145,17 +151,26 @@ class RunConfig:
         self.train.check()
         self.eval.check()
         self.task.check()
-        if self.encoding.position_axes != self.task.position_axes:
 
-            def form(axes: int | None) -> str:
-                return "1-D positions pos_BL" if axes is None else f"{axes}-D positions pos_BLA"
+        def form(axes: int | None) -> str:
+            return "1-D positions pos_BL" if axes is None else f"{axes}-D positions pos_BLA"
 
-            raise ValueError(
-                f"encoding {self.encoding.label()!r} needs {form(self.encoding.position_axes)} "
-                f"but task {self.task.name!r} gives {form(self.task.position_axes)}: pick a "
-                "matching encoding (or axes) for this task."
-            )
+        for sampler in (self.positions, self.eval_sampler):
+            if self.encoding.position_axes != sampler.position_axes:
+                raise ValueError(
+                    f"encoding {self.encoding.label()!r} needs "
+                    f"{form(self.encoding.position_axes)} but the {sampler.name!r} position "
+                    f"sampler gives {form(sampler.position_axes)}: pick a matching sampler "
+                    "('grid' for rope_nd with axes=2 on a grid task, a 1-D sampler otherwise)."
+                )
+            if sampler.position_axes not in (None, self.task.position_axes):
+                raise ValueError(
+                    f"task {self.task.name!r} has no {sampler.position_axes}-D coordinates for "
+                    f"the {sampler.name!r} sampler; use a grid task."
+                )
         self.encoding.check(self.model.dims(), self.max_position())
+        if self.eval_encoding is not None:
+            self.eval_encoding.check(self.model.dims(), self.max_position())
 
     # -- config.json -----------------------------------------------------------------------------
 
@@ -163,6 +178,9 @@ class RunConfig:
         return {
             "task": {"name": self.task.name, **dataclasses.asdict(self.task)},
             "encoding": encodings.to_dict(self.encoding),
+            "eval_encoding": (
+                None if self.eval_encoding is None else encodings.to_dict(self.eval_encoding)
+            ),
             "positions": samplers.to_dict(self.positions),
             "model": dataclasses.asdict(self.model),
             "train": dataclasses.asdict(self.train),
@@ -180,6 +198,11 @@ class RunConfig:
             return cls(
                 task=tasks.get(task.pop("name"), **task),
                 encoding=encodings.from_dict(d["encoding"]),
+                eval_encoding=(
+                    None
+                    if d.get("eval_encoding") is None
+                    else encodings.from_dict(d["eval_encoding"])
+                ),
                 positions=samplers.from_dict(d.get("positions", {"name": "contiguous"})),
                 model=ModelConfig(**d["model"]),
                 train=TrainConfig(**d["train"]),
@@ -191,6 +214,14 @@ class RunConfig:
                 f"config does not match RunConfig ({type(e).__name__}: {e}); "
                 "regenerate it with `pe-research train` rather than editing it by hand."
             ) from e
+
+
+def encoding_label(cfg: RunConfig) -> str:
+    """The encoding's label, with the evaluation-time encoding when one is set."""
+    label = cfg.encoding.label()
+    if cfg.eval_encoding is not None:
+        label += f" -> eval {cfg.eval_encoding.label()}"
+    return label
 
 
 def task_label(task: Task) -> str:

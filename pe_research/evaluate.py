@@ -33,17 +33,41 @@ def buckets(cfg: RunConfig) -> dict[int, int]:
     return {n: bucket(cfg.task.seq_len(n, cfg.model.causal)) for n in cfg.eval_lengths}
 
 
+def eval_graphdef(cfg: RunConfig, graphdef: nnx.GraphDef) -> nnx.GraphDef:
+    """The model to evaluate: the trained one, or the same parameters under `cfg.eval_encoding`
+    (for example RoPE with a context-extension scaling applied without retraining)."""
+    if cfg.eval_encoding is None:
+        return graphdef
+    from pe_research.model import Transformer
+
+    def build(encoding):
+        return nnx.split(
+            nnx.eval_shape(
+                lambda: Transformer(cfg.model, encoding, cfg.task.vocab_size, rngs=nnx.Rngs(0))
+            )
+        )
+
+    new_graphdef, new_params = build(cfg.eval_encoding)
+    _, old_params = build(cfg.encoding)
+    if jax.tree.structure(new_params) != jax.tree.structure(old_params):
+        raise ValueError(
+            f"eval_encoding {cfg.eval_encoding.label()!r} has different parameters from the "
+            f"training encoding {cfg.encoding.label()!r}; evaluate with an encoding of the "
+            "same kind (for example the same RoPE with a scaling)."
+        )
+    return new_graphdef
+
+
 def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
-    """jit(params, key, length, pad_to=static) -> metrics; compiles once per `pad_to`."""
+    """jit(params_K, key, length, pad_to=static) -> metrics of each of K packed models.
+
+    Compiles once per `pad_to`; all K models are scored on the same batch.
+    """
     task, sampler, causal = cfg.task, cfg.eval_sampler, cfg.model.causal
     batch_size = cfg.eval.batch_size
+    graphdef = eval_graphdef(cfg, graphdef)
 
-    def eval_fn(params: Any, key: jax.Array, length: jax.Array, pad_to: int):
-        k_task, k_pos = jax.random.split(key)
-        batch = task.sample(
-            k_task, batch_size, length, min_length=length, pad_to=pad_to, causal=causal
-        )
-        pos_BL = sampler.sample(k_pos, batch.valid)
+    def metrics(params: Any, batch, pos_BL: jax.Array) -> dict[str, jax.Array]:
         logits_BLV = nnx.merge(graphdef, params)(batch.inputs, pos_BL, batch.valid)
         mask_BL = batch.loss_mask
         correct_BL = jnp.argmax(logits_BLV, axis=-1) == batch.targets
@@ -57,31 +81,52 @@ def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
             "loss": jnp.where(mask_BL, nll_BL, 0.0).sum() / count,
         }
 
+    def eval_fn(params_K: Any, key: jax.Array, length: jax.Array, pad_to: int):
+        k_task, k_pos = jax.random.split(key)
+        batch = task.sample(
+            k_task, batch_size, length, min_length=length, pad_to=pad_to, causal=causal
+        )
+        pos_BL = sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
+        return jax.vmap(metrics, in_axes=(0, None, None))(params_K, batch, pos_BL)
+
     return jax.jit(eval_fn, static_argnames="pad_to")
+
+
+def evaluate_packed(
+    cfg: RunConfig, graphdef: nnx.GraphDef, params_K: Any, *, progress: bool = False
+) -> list[list[dict[str, Any]]]:
+    """For each of K packed models (leading axis of params_K), one row per evaluation length:
+    token accuracy, exact match, loss, bucket and timing."""
+    eval_fn = make_eval_fn(cfg, graphdef)
+    K = jax.tree.leaves(params_K)[0].shape[0]
+    root = jax.random.key(cfg.eval.seed)
+    widths = buckets(cfg)
+    rows_K: list[list[dict[str, Any]]] = [[] for _ in range(K)]
+    for n, pad_to in tqdm(widths.items(), desc="eval", disable=not progress, leave=False):
+        t0 = time.perf_counter()
+        metrics = eval_fn(params_K, jax.random.fold_in(root, n), jnp.int32(n), pad_to=pad_to)
+        metrics = jax.device_get(metrics)
+        seconds = round(time.perf_counter() - t0, 3)
+        for k in range(K):
+            rows_K[k].append(
+                {
+                    "length": n,
+                    **{name: float(v[k]) for name, v in metrics.items()},
+                    "num_sequences": cfg.eval.batch_size,
+                    "padded_to": pad_to,
+                    "seconds": seconds,
+                }
+            )
+    compiles = len(set(widths.values()))  # jit caches one program per width
+    for rows in rows_K:
+        for row in rows:
+            row["compiles"] = compiles
+    return rows_K
 
 
 def evaluate(
     cfg: RunConfig, graphdef: nnx.GraphDef, params: Any, *, progress: bool = False
 ) -> list[dict[str, Any]]:
-    """One row per evaluation length: token accuracy, exact match, loss, bucket and timing."""
-    eval_fn = make_eval_fn(cfg, graphdef)
-    root = jax.random.key(cfg.eval.seed)
-    widths = buckets(cfg)
-    rows = []
-    for n, pad_to in tqdm(widths.items(), desc="eval", disable=not progress, leave=False):
-        t0 = time.perf_counter()
-        metrics = eval_fn(params, jax.random.fold_in(root, n), jnp.int32(n), pad_to=pad_to)
-        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-        rows.append(
-            {
-                "length": n,
-                **metrics,
-                "num_sequences": cfg.eval.batch_size,
-                "padded_to": pad_to,
-                "seconds": round(time.perf_counter() - t0, 3),
-            }
-        )
-    compiles = len(set(widths.values()))  # jit caches one program per width
-    for row in rows:
-        row["compiles"] = compiles
-    return rows
+    """One row per evaluation length for a single model (see evaluate_packed)."""
+    params_K = jax.tree.map(lambda x: x[None], params)
+    return evaluate_packed(cfg, graphdef, params_K, progress=progress)[0]

@@ -1,9 +1,14 @@
-"""Figures as pure functions of result rows (see `results.eval_rows`): rows in, Figure out."""
+"""Figures as pure functions of result rows (see `results.eval_rows`): rows in, Figure out.
+
+A row may carry `chance`, the score of guessing: a number (the chance level of the metric being
+plotted) or a dict metric -> number. Line plots draw it as a dotted line where present.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -16,31 +21,55 @@ from matplotlib.figure import Figure  # noqa: E402
 
 METRICS = {"token_accuracy": "token accuracy", "exact_match": "sequence exact match"}
 
+# task -> encoding -> evaluation length -> values (one per seed)
+Table = dict[str, dict[str, dict[int, list[float]]]]
 
-def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy") -> Figure:
-    """Metric vs evaluation length: one panel per task, one line per encoding (mean over seeds,
-    band from min to max), the training length marked by a dashed line."""
+
+def _check(rows: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
     if metric not in METRICS:
         raise ValueError(f"Unknown metric {metric!r}; choose one of {list(METRICS)}.")
     rows = list(rows)
     if not rows:
         raise ValueError("No result rows to plot.")
-    by_task: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list))
-    )
-    train_lengths: dict[str, set[int]] = defaultdict(set)
-    for row in rows:
-        by_task[row["task"]][row["encoding"]][row["length"]].append(row[metric])
-        train_lengths[row["task"]].add(row["train_length"])
+    return rows
 
-    task_names = sorted(by_task)
-    fig, axes = plt.subplots(
-        1, len(task_names), figsize=(4.2 * len(task_names), 3.6), squeeze=False, sharey=True
-    )
-    encodings = sorted({enc for t in by_task.values() for enc in t})
+
+def _table(rows: list[dict[str, Any]], metric: str) -> Table:
+    table: Table = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for row in rows:
+        table[row["task"]][row["encoding"]][row["length"]].append(row[metric])
+    return table
+
+
+def _chance(row: dict[str, Any], metric: str) -> float | None:
+    chance = row.get("chance")
+    if isinstance(chance, dict):
+        chance = chance.get(metric)
+    return None if chance is None else float(chance)
+
+
+def _panels(num: int, width: float, height: float, **kwargs: Any):
+    return plt.subplots(1, num, figsize=(width * num, height), squeeze=False, **kwargs)
+
+
+def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy") -> Figure:
+    """Metric vs evaluation length: one panel per task, one line per encoding (mean over seeds,
+    band from min to max), the training length dashed, chance dotted where rows give it."""
+    rows = _check(rows, metric)
+    table = _table(rows, metric)
+    train_lengths: dict[str, set[int]] = defaultdict(set)
+    chance: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        train_lengths[row["task"]].add(row["train_length"])
+        if (value := _chance(row, metric)) is not None:
+            chance[row["task"]][row["length"]].append(value)
+
+    task_names = sorted(table)
+    fig, axes = _panels(len(task_names), 4.2, 3.6, sharey=True)
+    encodings = sorted({enc for t in table.values() for enc in t})
     colors = {enc: plt.cm.tab10(i % 10) for i, enc in enumerate(encodings)}
     for ax, task in zip(axes[0], task_names, strict=True):
-        for enc, by_length in sorted(by_task[task].items()):
+        for enc, by_length in sorted(table[task].items()):
             lengths = np.array(sorted(by_length))
             values = [np.asarray(by_length[n]) for n in lengths]
             mean = np.array([v.mean() for v in values])
@@ -51,6 +80,10 @@ def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_ac
                 ax.fill_between(lengths, lo, hi, alpha=0.2, color=colors[enc], linewidth=0)
         for n in sorted(train_lengths[task]):
             ax.axvline(n, color="gray", linestyle="--", linewidth=1)
+        if chance[task]:
+            lengths = sorted(chance[task])
+            level = [np.mean(chance[task][n]) for n in lengths]
+            ax.plot(lengths, level, color="black", linestyle=":", linewidth=1, label="chance")
         ax.set_title(task)
         ax.set_xlabel("evaluation length (symbols); dashed: training length")
         ax.set_ylim(-0.02, 1.02)
@@ -61,7 +94,65 @@ def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_ac
     return fig
 
 
+def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy") -> Figure:
+    """Encodings x evaluation lengths, the cell the mean over seeds (annotated); one panel per
+    task. A length an encoding was not evaluated at is left blank."""
+    rows = _check(rows, metric)
+    table = _table(rows, metric)
+    task_names = sorted(table)
+    sizes = [
+        (len(table[t]), len({n for by_length in table[t].values() for n in by_length}))
+        for t in task_names
+    ]
+    width = max(3.0, 0.55 * max(cols for _, cols in sizes) + 1.8)
+    height = max(2.4, 0.4 * max(encs for encs, _ in sizes) + 1.4)
+    fig, axes = _panels(len(task_names), width, height)
+    for ax, task in zip(axes[0], task_names, strict=True):
+        encodings = sorted(table[task])
+        lengths = sorted({n for by_length in table[task].values() for n in by_length})
+        mean_EN = np.full((len(encodings), len(lengths)), np.nan)
+        for e, enc in enumerate(encodings):
+            for i, n in enumerate(lengths):
+                if values := table[task][enc].get(n):
+                    mean_EN[e, i] = np.mean(values)
+        image = ax.imshow(mean_EN, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        for (e, i), value in np.ndenumerate(mean_EN):
+            if np.isfinite(value):
+                # Dark text on the bright end of viridis, light text elsewhere.
+                color = "black" if value > 0.6 else "white"
+                ax.text(i, e, f"{value:.2f}", ha="center", va="center", fontsize=7, color=color)
+        ax.set_xticks(range(len(lengths)), [str(n) for n in lengths])
+        ax.set_yticks(range(len(encodings)), encodings)
+        ax.set_xlabel("evaluation length (symbols)")
+        ax.set_title(task)
+        fig.colorbar(image, ax=ax, label=f"{METRICS[metric]} (mean over seeds)", shrink=0.9)
+    fig.tight_layout()
+    return fig
+
+
+FIGURES = {"lines": extrapolation_figure, "heatmap": heatmap_figure}
+FIGURE_STEMS = {"lines": "extrapolation", "heatmap": "heatmap"}
+
+
 def save(fig: Figure, path) -> None:
     """Save a figure (format from the suffix: .png, .pdf, .svg) and close it."""
     fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def write_figures(
+    rows: Iterable[dict[str, Any]], out_dir: Path | str, formats: Iterable[str] = ("png", "pdf")
+) -> list[Path]:
+    """Every kind of figure for every metric, in each format: OUT_DIR/<kind>_<metric>.<format>."""
+    rows = list(rows)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for kind, figure in FIGURES.items():
+        for metric in METRICS:
+            fig = figure(rows, metric)
+            for fmt in formats:
+                paths.append(out_dir / f"{FIGURE_STEMS[kind]}_{metric}.{fmt}")
+                fig.savefig(paths[-1], dpi=130)
+            plt.close(fig)
+    return paths

@@ -1,10 +1,13 @@
 """Position samplers: how positions are chosen, independent of how they are encoded.
 
-A sampler is a frozen dataclass with `sample(key, valid_BL) -> pos_BL` (int32) and
+A sampler is a frozen dataclass with `sample(key, valid_BL, coords_BLA=None)` and
 `max_position(width)`, the largest position it can emit for a batch of that width, which the
-run checks against encodings with a finite table. Padding positions get position 0; the model
-masks them out as keys, and in a causal model no real token attends to them. Every sampler keeps
-positions strictly increasing over the real tokens.
+run checks against encodings with a finite table. Its `position_axes` says what it emits: None
+for positions pos_BL (int32), an int A for coordinates pos_BLA. `coords_BLA` is the task's
+`Batch.coords` (None for 1-D tasks); 1-D samplers ignore it, so on a grid task they number the
+flattened sequence. Padding positions get position 0; the model masks them out as keys, and in
+a causal model no real token attends to them. Every 1-D sampler keeps positions strictly
+increasing over the real tokens.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ class Contiguous:
     """0, 1, 2, ...: the usual positions, the same for training and evaluation."""
 
     name: ClassVar[str] = "contiguous"
+    position_axes: ClassVar[int | None] = None
 
-    def sample(self, key: jax.Array, valid_BL: jax.Array) -> jax.Array:
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
         pos_1L = jnp.arange(valid_BL.shape[1], dtype=jnp.int32)[None, :]
         return jnp.where(valid_BL, pos_1L, 0)
 
@@ -41,12 +47,15 @@ class Offset:
     """
 
     name: ClassVar[str] = "offset"
+    position_axes: ClassVar[int | None] = None
     max_offset: int = 256
 
     def __post_init__(self):
         _check_int("offset sampler max_offset", self.max_offset, minimum=0)
 
-    def sample(self, key: jax.Array, valid_BL: jax.Array) -> jax.Array:
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
         B, L = valid_BL.shape
         offset_B1 = jax.random.randint(key, (B, 1), 0, self.max_offset + 1, dtype=jnp.int32)
         pos_BL = offset_B1 + jnp.arange(L, dtype=jnp.int32)[None, :]
@@ -67,6 +76,7 @@ class Randomized:
     """
 
     name: ClassVar[str] = "randomized"
+    position_axes: ClassVar[int | None] = None
     max_pos: int = 1024
 
     def __post_init__(self):
@@ -80,7 +90,9 @@ class Randomized:
                 f"least {width} (Ruoss et al. pick it above the longest evaluation length)."
             )
 
-    def sample(self, key: jax.Array, valid_BL: jax.Array) -> jax.Array:
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
         B, L = valid_BL.shape
         # The L highest of max_pos i.i.d. scores form a uniform L-subset, and its first n
         # (top_k returns them by score) a uniform n-subset for every n <= L: shapes stay fixed.
@@ -112,12 +124,15 @@ class Scaled:
     """
 
     name: ClassVar[str] = "scaled"
+    position_axes: ClassVar[int | None] = None
     stride: int = 2
 
     def __post_init__(self):
         _check_int("scaled sampler stride", self.stride, minimum=1)
 
-    def sample(self, key: jax.Array, valid_BL: jax.Array) -> jax.Array:
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
         pos_1L = self.stride * jnp.arange(valid_BL.shape[1], dtype=jnp.int32)[None, :]
         return jnp.where(valid_BL, pos_1L, 0)
 
@@ -125,15 +140,48 @@ class Scaled:
         return self.stride * (width - 1)
 
 
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """The task's own 2-D coordinates (row, col) per token, as pos_BLA for an axial 2-D encoding.
+
+    Only grid tasks carry coordinates (`Batch.coords`); on any other task this sampler is an
+    error. The same coordinates serve training and evaluation: there is nothing to randomize.
+    """
+
+    name: ClassVar[str] = "grid"
+    position_axes: ClassVar[int | None] = 2
+
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
+        A = self.position_axes
+        if coords_BLA is None:
+            raise ValueError(
+                "the grid position sampler reads the task's (row, col) coordinates, but this "
+                "task has no 2-D coordinates (Batch.coords is None): use a grid task (`grid`), "
+                "or a 1-D sampler such as `contiguous`."
+            )
+        if coords_BLA.shape != (*valid_BL.shape, A):
+            raise ValueError(
+                f"grid sampler: coords_BLA must have shape {(*valid_BL.shape, A)} (B, L, {A}), "
+                f"got {tuple(coords_BLA.shape)}; pass the batch's own Batch.coords."
+            )
+        return jnp.where(valid_BL[..., None], coords_BLA, 0).astype(jnp.int32)
+
+    def max_position(self, width: int) -> int:
+        # Coordinates number rows and columns of a grid laid out in these tokens: each < width.
+        return width - 1
+
+
 def _check_int(what: str, value: Any, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}.")
 
 
-Sampler = Contiguous | Offset | Randomized | Scaled
+Sampler = Contiguous | Offset | Randomized | Scaled | Grid
 
 _REGISTRY: Registry[Sampler] = Registry(
-    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled)
+    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled, Grid)
 )
 names = _REGISTRY.names
 classes = _REGISTRY.classes

@@ -6,12 +6,14 @@ A task is a frozen dataclass with a pure sampler
 
 Each sequence gets its own length n, drawn uniformly from [min_length, length]; every sequence is
 padded to one compiled width (`pad_to`, or the width that `length` needs), so `length` and
-`min_length` may be traced values when `pad_to` is given. The vocabulary is the data alphabet
-0..A-1 followed by special tokens (PAD, SEP, BLANK, then one prompt token per offset).
+`min_length` may be traced values when `pad_to` is given. For the grid task n is the side of a
+square grid of n * n cells. The vocabulary is the data alphabet 0..A-1 followed by special
+tokens (PAD, SEP, BLANK, then the task's own: END for count_copy, one prompt token per offset).
 
 Decoder batches (causal=True) are teacher forced: targets are the inputs shifted by one, and the
 loss covers the answer span. Encoder batches (causal=False) show the prompt followed by BLANK
-placeholders, and the loss covers the placeholders, as in Ruoss et al. (2023).
+placeholders, and the loss covers the placeholders, as in Ruoss et al. (2023). The grid task
+always uses the placeholder form (see `Grid`).
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from pe_research.registry import Registry
 
 
 class Batch(NamedTuple):
-    """One batch; every array is [B, L] (int32 tokens, bool masks)."""
+    """One batch; arrays are [B, L] (int32 tokens, bool masks) except `coords`."""
 
     inputs: jax.Array  # tokens fed to the model
     targets: jax.Array  # token the model should emit at each position
     loss_mask: jax.Array  # positions scored (the answer span)
     valid: jax.Array  # real (non-padding) positions
+    # [B, L, 2] int32 (row, col) of each token on a 2-D grid, 0 at padding; None for 1-D tasks.
+    coords: jax.Array | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +44,8 @@ class Task(abc.ABC):
     """Base of the tasks: the alphabet, the special tokens and length bookkeeping."""
 
     name: ClassVar[str] = "task"
-    # None: one position per token (pos_BL); an int A: A coordinates per token (pos_BLA).
+    # None: tokens form a sequence only. An int A: the batch also carries A coordinates per token
+    # (Batch.coords, [B, L, A]) for an A-D position sampler to use.
     position_axes: ClassVar[int | None] = None
     alphabet: int = 16
 
@@ -106,46 +111,80 @@ def _gather_BL(x_BT: jax.Array, idx_BL: jax.Array, use_BL: jax.Array) -> jax.Arr
 
 @dataclasses.dataclass(frozen=True)
 class _PromptAnswer(Task):
-    """`x_1..x_n SEP y_1..y_n` where y is a fixed rearrangement of x."""
+    """`x_1..x_p SEP y_1..y_m`: a prompt of p(n) symbols, then an answer of m(n) tokens.
+
+    The answer is a fixed rearrangement of the prompt (`answer_source`), unless a subclass
+    overrides `answer`. Lengths are functions of n so they work on ints and traced arrays alike.
+    """
+
+    def prompt_length(self, n: Any) -> Any:
+        return n
+
+    def answer_length(self, n: Any) -> Any:
+        return n
 
     def seq_len(self, length: int, causal: bool) -> int:
-        return 2 * length if causal else 2 * length + 1
+        total = self.prompt_length(length) + self.answer_length(length)
+        return total if causal else total + 1
 
-    @abc.abstractmethod
     def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
-        """Index into x of answer symbol j."""
+        """Index into the prompt of answer token j (0-based)."""
+        raise NotImplementedError(f"{type(self).__name__} must define answer_source or answer.")
 
-    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
-        B = n_B.shape[0]
-        T = width + 1  # the full sequence; decoder inputs/targets are its two shifts
-        x_BT = jax.random.randint(key, (B, T), 0, self.alphabet, dtype=jnp.int32)
-        i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
+    def symbols(self, key: jax.Array, shape: tuple[int, int]) -> jax.Array:
+        """The prompt's data symbols, [B, T]; the prompt of row b is its first p(n_b)."""
+        return jax.random.randint(key, shape, 0, self.alphabet, dtype=jnp.int32)
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        """Answer token j of each row (read only where `in_answer`)."""
+        return _gather_BL(x_BT, self.answer_source(j_BT, n_B1), in_answer_BT)
+
+    def _sequence(
+        self, key: jax.Array, n_B: jax.Array, T: int
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The full sequence [B, T], the prompt lengths p_B1 and answer lengths m_B1."""
+        x_BT = self.symbols(key, (n_B.shape[0], T))
         n_B1 = n_B.astype(jnp.int32)[:, None]
-        in_prompt = i_1T < n_B1
-        in_answer = (i_1T > n_B1) & (i_1T <= 2 * n_B1)
-        src_BT = self.answer_source(i_1T - n_B1 - 1, n_B1)
-        answer_BT = _gather_BL(x_BT, src_BT, in_answer)
+        p_B1, m_B1 = self.prompt_length(n_B1), self.answer_length(n_B1)
+        i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
+        j_BT = i_1T - p_B1 - 1
+        in_answer = (j_BT >= 0) & (j_BT < m_B1)
+        answer_BT = self.answer(x_BT, j_BT, n_B1, in_answer)
         seq_BT = jnp.where(
-            in_prompt,
+            i_1T < p_B1,
             x_BT,
-            jnp.where(i_1T == n_B1, self.sep, jnp.where(in_answer, answer_BT, self.pad)),
-        ).astype(jnp.int32)
+            jnp.where(i_1T == p_B1, self.sep, jnp.where(in_answer, answer_BT, self.pad)),
+        )
+        return seq_BT.astype(jnp.int32), p_B1, m_B1
+
+    def _batch(
+        self, seq_BT: jax.Array, p_B1: jax.Array, m_B1: jax.Array, width: int, causal: bool
+    ) -> Batch:
+        B = seq_BT.shape[0]
+        i_1L = jnp.arange(width, dtype=jnp.int32)[None, :]
+        end_B1 = p_B1 + m_B1  # index of the last answer token in the full sequence
         if causal:
-            i_1L = i_1T[:, :width]
             return Batch(
                 inputs=seq_BT[:, :width],
-                targets=seq_BT[:, 1:],
-                loss_mask=(i_1L >= n_B1) & (i_1L < 2 * n_B1),
-                valid=jnp.broadcast_to(i_1L < 2 * n_B1, (B, width)),
+                targets=seq_BT[:, 1 : width + 1],
+                loss_mask=(i_1L >= p_B1) & (i_1L < end_B1),
+                valid=jnp.broadcast_to(i_1L < end_B1, (B, width)),
             )
-        seq_BL, in_answer_BL = seq_BT[:, :width], in_answer[:, :width]
-        i_1L = i_1T[:, :width]
+        seq_BL = seq_BT[:, :width]
+        in_answer_BL = (i_1L > p_B1) & (i_1L <= end_B1)
         return Batch(
             inputs=jnp.where(in_answer_BL, self.blank, seq_BL),
             targets=seq_BL,
             loss_mask=in_answer_BL,
-            valid=jnp.broadcast_to(i_1L <= 2 * n_B1, (B, width)),
+            valid=jnp.broadcast_to(i_1L <= end_B1, (B, width)),
         )
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        # One token beyond the width: decoder inputs and targets are the two shifts of it.
+        seq_BT, p_B1, m_B1 = self._sequence(key, n_B, width + 1)
+        return self._batch(seq_BT, p_B1, m_B1, width, causal)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +205,140 @@ class Reverse(_PromptAnswer):
 
     def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
         return n_B1 - 1 - j_BT
+
+
+@dataclasses.dataclass(frozen=True)
+class Duplicate(_PromptAnswer):
+    """Duplicate string (Ruoss et al., 2023): `x_1..x_n SEP x_1..x_n x_1..x_n`.
+
+    The answer has 2n tokens, so a length-n sequence takes 3n positions (3n + 1 in an encoder).
+    """
+
+    name = "duplicate"
+
+    def answer_length(self, n: Any) -> Any:
+        return 2 * n
+
+    def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
+        return jnp.where(j_BT < n_B1, j_BT, j_BT - n_B1)
+
+
+@dataclasses.dataclass(frozen=True)
+class CountCopy(_PromptAnswer):
+    """Copy of one repeated symbol (Kazemnejad et al., 2023, "Copy (Repeat)"):
+    `a a .. a SEP a a .. a END`, n symbols a in the prompt, `repeat` * n in the answer.
+
+    Their data (McGill-NLP/length-generalization, copy task types "repeat_single_char" and
+    "repeat_single_2x_char") repeat one token n times and ask for it n (or 2n) times; their
+    decoder then emits an end-of-sequence token. The answer symbols carry no information, so the
+    end token is the whole task: the model must count the prompt to stop after exactly
+    `repeat` * n symbols. END is scored like the other answer tokens. `repeat` = 2 is their
+    "Copy (Repeat 2x)". Their prompt prefix ("Copy:") is a constant and is left out.
+    """
+
+    name = "count_copy"
+    repeat: int = 1
+
+    @property
+    def end(self) -> int:
+        return self.alphabet + 3
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 4
+
+    def check(self) -> None:
+        super().check()
+        if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 1:
+            raise ValueError(f"count_copy repeat must be an integer >= 1, got {self.repeat!r}.")
+
+    def answer_length(self, n: Any) -> Any:
+        return self.repeat * n + 1
+
+    def symbols(self, key: jax.Array, shape: tuple[int, int]) -> jax.Array:
+        a_B1 = jax.random.randint(key, (shape[0], 1), 0, self.alphabet, dtype=jnp.int32)
+        return jnp.broadcast_to(a_B1, shape)
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        return jnp.where(j_BT == self.repeat * n_B1, self.end, x_BT[:, :1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid(_PromptAnswer):
+    """Shift a square grid: an n x n grid written row-major, SEP, then the grid shifted by
+    (shift_rows, shift_cols): answer cell (r, c) holds prompt cell (r - shift_rows,
+    c - shift_cols). Answer cells whose source is off the grid hold PAD and are not scored.
+
+    The task's length is the side n: a sequence has 2n^2 + 1 tokens. `Batch.coords` gives each
+    token its (row, col): prompt and answer cells their own cell's, SEP (n, 0) (the row below
+    the grid, where a row-major writer goes next), padding (0, 0). Prompt and answer share one
+    frame, so the rule is one fixed 2-D offset between a query and the key it must read: an
+    axial 2-D encoding states it at every grid size, while over the flattened sequence the
+    offset is n^2 + 1 + shift_rows * n + shift_cols, which changes with n. (A transpose reads
+    cell (c, r) from (r, c), an offset that depends on where the query is; no relative
+    encoding, 1-D or 2-D, states that, so it would not separate them.)
+
+    Answer cells are always asked for by BLANK placeholders at their own coordinates, in causal
+    and bidirectional models alike: with teacher forcing, the token that predicts cell (r, c)
+    sits at the previous cell, and the offset to the source would jump at every row end.
+    """
+
+    name = "grid"
+    position_axes = 2
+    shift_rows: int = 1
+    shift_cols: int = 1
+
+    def check(self) -> None:
+        super().check()
+        for field in ("shift_rows", "shift_cols"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"grid {field} must be an integer, got {value!r}.")
+
+    def prompt_length(self, n: Any) -> Any:
+        return n * n
+
+    def answer_length(self, n: Any) -> Any:
+        return n * n
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        return 2 * length * length + 1
+
+    def source(self, j_BT: jax.Array, n_B1: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Prompt index read by answer cell j, and whether that cell is on the grid."""
+        row, col = j_BT // n_B1 - self.shift_rows, j_BT % n_B1 - self.shift_cols
+        on_grid = (row >= 0) & (row < n_B1) & (col >= 0) & (col < n_B1)
+        return row * n_B1 + col, on_grid
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        src_BT, on_grid_BT = self.source(j_BT, n_B1)
+        read_BT = in_answer_BT & on_grid_BT
+        return jnp.where(read_BT, _gather_BL(x_BT, src_BT, read_BT), self.pad)
+
+    def coords(self, n_B: jax.Array, width: int) -> jax.Array:
+        """(row, col) of every token, [B, width, 2] int32."""
+        n_B1 = n_B.astype(jnp.int32)[:, None]
+        i_1L = jnp.arange(width, dtype=jnp.int32)[None, :]
+        cells = n_B1 * n_B1
+        # Answer cell a = i - n^2 - 1 lies in the same frame as prompt cell a.
+        cell_BL = jnp.where(i_1L < cells, i_1L, i_1L - cells - 1)
+        on_cell = (i_1L != cells) & (i_1L <= 2 * cells)
+        row = jnp.where(on_cell, cell_BL // n_B1, jnp.where(i_1L == cells, n_B1, 0))
+        col = jnp.where(on_cell, cell_BL % n_B1, 0)
+        return jnp.stack([row, col], axis=-1).astype(jnp.int32)
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        seq_BT, p_B1, m_B1 = self._sequence(key, n_B, width + 1)
+        batch = self._batch(seq_BT, p_B1, m_B1, width, causal=False)
+        j_BL = jnp.arange(width, dtype=jnp.int32)[None, :] - p_B1 - 1
+        _, on_grid_BL = self.source(j_BL, n_B.astype(jnp.int32)[:, None])
+        return batch._replace(
+            loss_mask=batch.loss_mask & on_grid_BL, coords=self.coords(n_B, width)
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +397,9 @@ class Offset(Task):
         )
 
 
-_REGISTRY: Registry[Task] = Registry("task", "option", (Copy, Reverse, Offset))
+_REGISTRY: Registry[Task] = Registry(
+    "task", "option", (Copy, Reverse, Offset, Duplicate, CountCopy, Grid)
+)
 names = _REGISTRY.names
 classes = _REGISTRY.classes
 

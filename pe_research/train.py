@@ -9,6 +9,8 @@ has been dispatched, so the device does not wait on Python.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import math
 import time
@@ -17,6 +19,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 from tqdm.auto import tqdm
@@ -90,8 +93,11 @@ def init_state(cfg: RunConfig, keys: Keys) -> tuple[nnx.GraphDef, TrainState]:
     return graphdef, TrainState(jnp.zeros((), jnp.int32), params, opt_state)
 
 
-def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
-    """The pure step (state, data_key, pos_key) -> (state, metrics), jitted with state donated."""
+def make_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None):
+    """The pure, unjitted step (state, data_key, pos_key) -> (state, metrics) of one model.
+
+    `batch_sharding`, if given, constrains the sampled batch (data parallelism over devices).
+    """
     tx = make_optimizer(cfg.train)
     task, sampler, causal = cfg.task, cfg.positions, cfg.model.causal
     batch_size, length = cfg.train.batch_size, cfg.train.train_length
@@ -104,14 +110,59 @@ def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
         batch = task.sample(
             jax.random.fold_in(data_key, state.step), batch_size, length, causal=causal
         )
-        pos_BL = sampler.sample(jax.random.fold_in(pos_key, state.step), batch.valid)
+        if batch_sharding is not None:
+            batch = jax.lax.with_sharding_constraint(batch, batch_sharding)
+        pos_BL = sampler.sample(
+            jax.random.fold_in(pos_key, state.step), batch.valid, coords_BLA=batch.coords
+        )
         grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, pos_BL)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics["grad_norm"] = optax.tree.norm(grads)
         return TrainState(state.step + 1, params, opt_state), metrics
 
-    return jax.jit(step, donate_argnums=0)
+    return step
+
+
+def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
+    """The step of one model, jitted with its state donated."""
+    return jax.jit(make_step(cfg, graphdef), donate_argnums=0)
+
+
+def same_but_seed(cfgs: list[RunConfig]) -> RunConfig:
+    """The configuration the runs share; ValueError if they differ in more than the seed."""
+    base = dataclasses.replace(cfgs[0], seed=0)
+    for cfg in cfgs[1:]:
+        if dataclasses.replace(cfg, seed=0) != base:
+            raise ValueError("train_group packs runs that differ only in their seed.")
+    return cfgs[0]
+
+
+def _stack(trees: list[Any]) -> Any:
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+class Placement(NamedTuple):
+    """Where packed state and sampled batches live on the local devices."""
+
+    state: Any  # sharding of every leaf of the [K, ...] state and the [K] keys
+    batch: Any  # sharding constraint of one model's batch inside the step, or None
+
+    @classmethod
+    def choose(cls, num_models: int, batch_size: int) -> Placement:
+        """Spread seeds over devices when they divide evenly, else the batch, else replicate."""
+        devices = jax.local_devices()
+        n = len(devices)
+        if n == 1:
+            return cls(jax.sharding.SingleDeviceSharding(devices[0]), None)
+        mesh = jax.sharding.Mesh(np.array(devices), ("data",))
+        P = jax.sharding.PartitionSpec
+        if num_models % n == 0:
+            return cls(jax.sharding.NamedSharding(mesh, P("data")), None)
+        replicated = jax.sharding.NamedSharding(mesh, P())
+        if batch_size % n == 0:
+            return cls(replicated, jax.sharding.NamedSharding(mesh, P("data")))
+        return cls(replicated, None)
 
 
 def train(
@@ -121,49 +172,84 @@ def train(
 
     Writes config.json first, metrics.jsonl while training, eval.jsonl after, DONE last.
     """
+    graphdef, params_K = train_group([cfg], [run_dir], overwrite=overwrite, progress=progress)
+    return graphdef, jax.tree.map(lambda x: x[0], params_K)
+
+
+def train_group(
+    cfgs: list[RunConfig],
+    run_dirs: list[Path | str],
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> tuple[nnx.GraphDef, Any]:
+    """Train K runs that differ only in their seed as one program (jax.vmap over the seeds).
+
+    Each seed's numbers equal training it alone (up to float reassociation); each run directory
+    gets its own config.json, metrics.jsonl, eval.jsonl and DONE. On several local devices the
+    seeds (or else the batch) are spread over them. Returns (graphdef, params_K).
+    """
+    cfg = same_but_seed(cfgs)
     cfg.check()
-    run_dir = results.prepare(Path(run_dir), cfg, overwrite=overwrite)
-    keys = keys_from_seed(cfg.seed)
-    graphdef, state = init_state(cfg, keys)
+    K = len(cfgs)
+    run_dirs = [
+        results.prepare(Path(d), c, overwrite=overwrite)
+        for c, d in zip(cfgs, run_dirs, strict=True)
+    ]
+    keys = _stack([keys_from_seed(c.seed) for c in cfgs])
+    graphdef, _ = init_model(cfg, keys.init[0])
+    tx = make_optimizer(cfg.train)
+
+    def init(key: jax.Array) -> TrainState:
+        params = init_model(cfg, key)[1]
+        return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+
+    place = Placement.choose(K, cfg.train.batch_size)
+    state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
+    data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))
 
     t0 = time.perf_counter()
-    step_fn = make_train_step(cfg, graphdef).lower(state, keys.data, keys.positions).compile()
+    step_fn = jax.jit(jax.vmap(make_step(cfg, graphdef, place.batch)), donate_argnums=0)
+    step_fn = step_fn.lower(state, data_keys, pos_keys).compile()
     compile_s = time.perf_counter() - t0
     width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
-    tokens_per_step = cfg.train.batch_size * width
+    tokens_per_step = K * cfg.train.batch_size * width
     log_every, steps = cfg.train.log_every, cfg.train.steps
-
     last = {"step": 0, "time": time.perf_counter()}
     t_start = last["time"]
 
-    def write(f, step: int, metrics: dict) -> dict:
-        """Fetch metrics of `step` (one step late) and append them to metrics.jsonl."""
-        row = {"step": step, **{k: float(v) for k, v in jax.device_get(metrics).items()}}
+    def write(files, step: int, metrics_K: dict) -> dict:
+        """Fetch metrics of `step` (one step late) and append a row to each metrics.jsonl."""
+        metrics_K = jax.device_get(metrics_K)
         now = time.perf_counter()
         tok_s = (step - last["step"]) * tokens_per_step / (now - last["time"])
         last.update(step=step, time=now)
-        row.update(tokens_per_s=round(tok_s, 1), elapsed_s=round(now - t_start, 3))
-        if step <= log_every:
-            row["compile_s"] = round(compile_s, 3)
-        if not math.isfinite(row["loss"]):
-            raise TrainingDiverged(
-                f"loss became {row['loss']} by step {step} of {run_dir}; lower learning_rate "
-                f"(now {cfg.train.learning_rate}) or raise warmup_steps."
-            )
-        f.write(json.dumps(row) + "\n")
-        f.flush()
+        for k, (f, run_dir) in enumerate(zip(files, run_dirs, strict=True)):
+            row = {"step": step, **{name: float(v[k]) for name, v in metrics_K.items()}}
+            # Throughput of the whole packed program, shared by its K runs.
+            row.update(tokens_per_s=round(tok_s, 1), elapsed_s=round(now - t_start, 3))
+            if K > 1:
+                row["packed_runs"] = K
+            if step <= log_every:
+                row["compile_s"] = round(compile_s, 3)
+            if not math.isfinite(row["loss"]):
+                raise TrainingDiverged(
+                    f"loss became {row['loss']} by step {step} of {run_dir}; lower "
+                    f"learning_rate (now {cfg.train.learning_rate}) or raise warmup_steps."
+                )
+            f.write(json.dumps(row) + "\n")
+            f.flush()
         return row
 
     pending = None
-    desc = f"{cfg.task.name}/{cfg.encoding.label()}"
-    with (
-        open(run_dir / results.METRICS, "w") as f,
-        tqdm(total=steps, desc=desc, disable=not progress, leave=False) as bar,
-    ):
+    desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{K} seeds" if K > 1 else "")
+    with contextlib.ExitStack() as stack:
+        files = [stack.enter_context(open(d / results.METRICS, "w")) for d in run_dirs]
+        bar = stack.enter_context(tqdm(total=steps, desc=desc, disable=not progress, leave=False))
         for i in range(steps):
-            state, metrics = step_fn(state, keys.data, keys.positions)
+            state, metrics = step_fn(state, data_keys, pos_keys)
             if pending is not None:
-                row = write(f, *pending)
+                row = write(files, *pending)
                 bar.set_postfix(
                     loss=f"{row['loss']:.3f}",
                     acc=f"{row['accuracy']:.3f}",
@@ -174,15 +260,10 @@ def train(
                 pending = (i + 1, metrics)
             bar.update(1)
         if pending is not None:
-            write(f, *pending)
+            write(files, *pending)
 
-    rows = evaluate.evaluate(cfg, graphdef, state.params, progress=progress)
-    results.write_jsonl(run_dir / results.EVAL, rows)
-    results.mark_done(run_dir)
+    rows_K = evaluate.evaluate_packed(cfg, graphdef, state.params, progress=progress)
+    for run_dir, rows in zip(run_dirs, rows_K, strict=True):
+        results.write_jsonl(run_dir / results.EVAL, rows)
+        results.mark_done(run_dir)
     return graphdef, state.params
-
-
-def train_group(cfgs: list[RunConfig], run_dirs: list[Path], *, progress: bool = True) -> None:
-    """Train several runs and write each one's run directory (same contract as `train`)."""
-    for cfg, run_dir in zip(cfgs, run_dirs, strict=True):
-        train(cfg, run_dir, progress=progress)

@@ -1,9 +1,10 @@
-"""Test settings: CPU only, strict broadcasting, 8 simulated devices for multi-device tests."""
+"""Test settings: CPU only, strict broadcasting, no persistent compilation cache.
+
+Multi-device tests start their own subprocess with simulated devices (see test_packing.py), so
+every other test runs on one device, as a user's laptop would."""
 
 import os
 
-# Must be set before jax is imported anywhere in the test process.
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # The CLI's persistent compilation cache would make tests depend on earlier runs: keep it off.
 os.environ["PE_RESEARCH_JAX_CACHE"] = ""

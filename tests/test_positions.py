@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pe_research import positions
-from pe_research.positions import Contiguous, Offset, Randomized, Scaled
+from pe_research import positions, tasks
+from pe_research.positions import Contiguous, Grid, Offset, Randomized, Scaled
 
 LENGTHS = jnp.array([[3], [8], [1], [6]])
 VALID_BL = jnp.arange(8)[None, :] < LENGTHS  # rows of n = 3, 8, 1, 6 real tokens, width 8
@@ -80,13 +80,37 @@ def test_scaled_multiplies_by_an_integer_stride():
 
 
 def test_registry_round_trip_and_helpful_errors():
-    assert positions.names() == ["contiguous", "offset", "randomized", "scaled"]
-    for sampler in SAMPLERS:
+    assert positions.names() == ["contiguous", "offset", "randomized", "scaled", "grid"]
+    for sampler in [*SAMPLERS, Grid()]:
         assert positions.from_dict(positions.to_dict(sampler)) == sampler
         hash(sampler)
     with pytest.raises(
-        ValueError, match="Known position samplers: contiguous, offset, randomized, scaled"
+        ValueError, match="Known position samplers: contiguous, offset, randomized, scaled, grid"
     ):
         positions.get("shuffled")
     with pytest.raises(ValueError, match="it takes: \\['max_pos'\\]"):
         positions.get("randomized", stride=2)
+
+
+def test_every_sampler_declares_its_position_axes():
+    for name, cls in positions.classes().items():
+        assert cls.position_axes == (2 if name == "grid" else None), name
+
+
+def test_grid_sampler_passes_the_task_coordinates_and_zeroes_padding():
+    batch = tasks.get("grid").sample(jax.random.key(0), 4, 3, pad_to=24)
+    pos_BLA = Grid().sample(jax.random.key(1), batch.valid, coords_BLA=batch.coords)
+    assert pos_BLA.shape == (4, 24, 2) and pos_BLA.dtype == jnp.int32
+    np.testing.assert_array_equal(pos_BLA, batch.coords)
+    assert (np.asarray(pos_BLA)[~np.asarray(batch.valid)] == 0).all()
+    assert int(pos_BLA.max()) <= Grid().max_position(24)
+    # 1-D samplers ignore the coordinates: positions over the flattened grid.
+    flat_BL = Contiguous().sample(jax.random.key(1), batch.valid, coords_BLA=batch.coords)
+    np.testing.assert_array_equal(flat_BL, Contiguous().sample(jax.random.key(1), batch.valid))
+
+
+def test_grid_sampler_without_coordinates_says_to_use_a_grid_task():
+    with pytest.raises(ValueError, match="has no 2-D coordinates.*use a grid task"):
+        Grid().sample(jax.random.key(0), VALID_BL)
+    with pytest.raises(ValueError, match=r"must have shape \(4, 8, 2\)"):
+        Grid().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 3), jnp.int32))

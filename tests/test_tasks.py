@@ -11,7 +11,20 @@ KEY = jax.random.key(0)
 
 
 def rows(batch):
-    return [np.asarray(a) for a in batch]
+    """inputs, targets, loss_mask, valid as numpy arrays (coords apart: see the grid tests)."""
+    return [np.asarray(a) for a in batch[:4]]
+
+
+def jit_sample(task, batch_size, length, causal=True):
+    """One compiled program instead of many eager ops: keeps the tests fast."""
+    return jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))(KEY)
+
+
+def assert_same_batch(a, b):
+    for x, y in zip(a, b, strict=True):
+        assert (x is None) == (y is None)
+        if x is not None:
+            np.testing.assert_array_equal(x, y)
 
 
 def split_prompt_answer(task, inputs, targets, loss_mask):
@@ -96,9 +109,9 @@ def test_same_key_same_batch(name):
     task = tasks.get(name)
     a, b = task.sample(KEY, 8, 6), task.sample(KEY, 8, 6)
     c = task.sample(jax.random.key(1), 8, 6)
-    for x, y in zip(a, b, strict=True):
-        np.testing.assert_array_equal(x, y)
+    assert_same_batch(a, b)
     assert not np.array_equal(a.inputs, c.inputs)
+    assert (a.coords is None) == (task.position_axes is None)
 
 
 @pytest.mark.parametrize("name", tasks.names())
@@ -107,18 +120,19 @@ def test_traced_length_under_jit_matches_eager(name):
 
     @jax.jit
     def fixed_length(key, n):
-        return task.sample(key, 4, n, min_length=n, pad_to=32)
+        return task.sample(key, 4, n, min_length=n, pad_to=64)
 
     traced = fixed_length(KEY, jnp.int32(5))
-    eager = task.sample(KEY, 4, 5, min_length=5, pad_to=32)
-    for x, y in zip(traced, eager, strict=True):
-        np.testing.assert_array_equal(x, y)
-    assert traced.inputs.shape == (4, 32)
+    eager = task.sample(KEY, 4, 5, min_length=5, pad_to=64)
+    assert_same_batch(traced, eager)
+    assert traced.inputs.shape == (4, 64)
     assert (traced.valid.sum(axis=1) == task.seq_len(5, causal=True)).all()
 
 
 def test_bad_input_names_the_choices():
-    with pytest.raises(ValueError, match="Known tasks: copy, reverse, offset"):
+    with pytest.raises(
+        ValueError, match="Known tasks: copy, reverse, offset, duplicate, count_copy, grid"
+    ):
         tasks.get("sort")
     with pytest.raises(ValueError, match="no option"):
         tasks.get("copy", k=2)
@@ -126,3 +140,85 @@ def test_bad_input_names_the_choices():
         tasks.get("offset", k=0)
     with pytest.raises(ValueError, match="raise pad_to"):
         tasks.get("copy").sample(KEY, 2, 10, pad_to=8)
+    with pytest.raises(ValueError, match="repeat must be an integer >= 1"):
+        tasks.get("count_copy", repeat=0)
+    with pytest.raises(ValueError, match="shift_cols must be an integer"):
+        tasks.get("grid", shift_cols=1.5)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_duplicate_answers_the_prompt_twice(causal):
+    task = tasks.get("duplicate", alphabet=5)
+    inputs, targets, loss_mask, valid = rows(jit_sample(task, 32, 6, causal=causal))
+    assert inputs.shape[1] == task.seq_len(6, causal) == (18 if causal else 19)
+    for b in range(32):
+        n = int(np.argmax(inputs[b] == task.sep))
+        prompt, start = inputs[b][:n], n if causal else n + 1
+        np.testing.assert_array_equal(np.flatnonzero(loss_mask[b]), start + np.arange(2 * n))
+        np.testing.assert_array_equal(targets[b][loss_mask[b]], np.concatenate([prompt, prompt]))
+        assert valid[b].sum() == 3 * n + (0 if causal else 1)
+        if causal:
+            np.testing.assert_array_equal(targets[b][: 3 * n - 1], inputs[b][1 : 3 * n])
+        else:
+            assert (inputs[b][loss_mask[b]] == task.blank).all()
+
+
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_count_copy_repeats_one_symbol_then_ends(repeat):
+    task = tasks.get("count_copy", alphabet=5, repeat=repeat)
+    inputs, targets, loss_mask, valid = rows(jit_sample(task, 32, 7))
+    assert task.vocab_size == 9 and inputs.shape[1] == task.seq_len(7, True) == 7 * (1 + repeat) + 1
+    symbols = set()
+    for b in range(32):
+        n = int(np.argmax(inputs[b] == task.sep))
+        a = inputs[b][0]
+        symbols.add(int(a))
+        assert (inputs[b][:n] == a).all()
+        m = repeat * n + 1
+        np.testing.assert_array_equal(np.flatnonzero(loss_mask[b]), n + np.arange(m))
+        np.testing.assert_array_equal(targets[b][loss_mask[b]], [a] * (m - 1) + [task.end])
+        assert valid[b].sum() == n + m
+    assert len(symbols) > 1  # one symbol per sequence, not one per batch
+
+
+def test_count_copy_encoder_asks_for_the_end_at_the_last_placeholder():
+    task = tasks.get("count_copy", alphabet=5)
+    inputs, targets, loss_mask, valid = rows(jit_sample(task, 8, 5, causal=False))
+    for b in range(8):
+        n = int(np.argmax(inputs[b] == task.sep))
+        answer = targets[b][loss_mask[b]]
+        assert (
+            len(answer) == n + 1 and answer[-1] == task.end and (answer[:-1] == inputs[b][0]).all()
+        )
+        assert (inputs[b][loss_mask[b]] == task.blank).all()
+
+
+@pytest.mark.parametrize(("shift", "causal"), [((1, 1), True), ((1, 1), False), ((2, -1), True)])
+def test_grid_answer_is_the_shifted_grid_with_its_coordinates(shift, causal):
+    task = tasks.get("grid", alphabet=6, shift_rows=shift[0], shift_cols=shift[1])
+    batch = jit_sample(task, 16, 4, causal=causal)
+    inputs, targets, loss_mask, valid = rows(batch)
+    coords = np.asarray(batch.coords)
+    assert inputs.shape == (16, task.seq_len(4, causal)) == (16, 33)
+    assert coords.shape == (16, 33, 2) and coords.dtype == np.int32
+    sides = set()
+    for b in range(16):
+        cells = int(np.argmax(inputs[b] == task.sep))
+        n = int(round(cells**0.5))
+        sides.add(n)
+        assert n * n == cells and valid[b].sum() == 2 * cells + 1
+        grid = inputs[b][:cells].reshape(n, n)
+        rows_, cols_ = np.divmod(np.arange(cells), n)
+        # Prompt and answer cells carry their own (row, col); SEP sits on the row below.
+        np.testing.assert_array_equal(coords[b][:cells], np.stack([rows_, cols_], -1))
+        np.testing.assert_array_equal(coords[b][cells], [n, 0])
+        np.testing.assert_array_equal(coords[b][cells + 1 : 2 * cells + 1], coords[b][:cells])
+        assert (coords[b][2 * cells + 1 :] == 0).all()
+        answer = slice(cells + 1, 2 * cells + 1)
+        assert (inputs[b][answer] == task.blank).all()
+        src_r, src_c = rows_ - shift[0], cols_ - shift[1]
+        on = (src_r >= 0) & (src_r < n) & (src_c >= 0) & (src_c < n)
+        np.testing.assert_array_equal(np.flatnonzero(loss_mask[b]), cells + 1 + np.flatnonzero(on))
+        np.testing.assert_array_equal(targets[b][answer][on], grid[src_r[on], src_c[on]])
+        assert (targets[b][answer][~on] == task.pad).all()
+    assert len(sides) > 2
