@@ -129,13 +129,9 @@ def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
     return jax.jit(make_step(cfg, graphdef), donate_argnums=0)
 
 
-def same_but_seed(cfgs: list[RunConfig]) -> RunConfig:
-    """The configuration the runs share; ValueError if they differ in more than the seed."""
-    base = dataclasses.replace(cfgs[0], seed=0)
-    for cfg in cfgs[1:]:
-        if dataclasses.replace(cfg, seed=0) != base:
-            raise ValueError("train_group packs runs that differ only in their seed.")
-    return cfgs[0]
+def group_key(cfg: RunConfig) -> RunConfig:
+    """What runs trained together share: everything but the seed and the evaluation encoding."""
+    return dataclasses.replace(cfg, seed=0, eval_encoding=None)
 
 
 def _stack(trees: list[Any]) -> Any:
@@ -183,21 +179,38 @@ def train_group(
     overwrite: bool = False,
     progress: bool = True,
 ) -> tuple[nnx.GraphDef, Any]:
-    """Train K runs that differ only in their seed as one program (jax.vmap over the seeds).
+    """Train runs that share a `group_key` as one program: one model per distinct seed, the
+    seeds packed under jax.vmap; then evaluate each run (with its own eval_encoding, if any).
 
-    Each seed's numbers equal training it alone (up to float reassociation); each run directory
-    gets its own config.json, metrics.jsonl, eval.jsonl and DONE. On several local devices the
-    seeds (or else the batch) are spread over them. Returns (graphdef, params_K).
+    Each seed's numbers equal training it alone (up to float reassociation), and runs that
+    differ only in their evaluation encoding share one training. Each run directory gets its own
+    config.json, metrics.jsonl, eval.jsonl and DONE. On several local devices the seeds (or else
+    the batch) are spread over them. Returns (graphdef, params_K) for the distinct seeds in
+    ascending order.
     """
-    cfg = same_but_seed(cfgs)
-    cfg.check()
-    K = len(cfgs)
+    key = group_key(cfgs[0])
+    if any(group_key(c) != key for c in cfgs[1:]):
+        raise ValueError(
+            "train_group packs runs that differ only in their seed (and evaluation encoding)."
+        )
+    for c in cfgs:
+        c.check()
+    cfg = dataclasses.replace(cfgs[0], eval_encoding=None)
+    seeds = sorted({c.seed for c in cfgs})
+    run_dirs = [
+        results.prepare(Path(d), c, overwrite=overwrite)
+        for c, d in zip(cfgs, run_dirs, strict=True)
+    ]
+    keys = _stack([keys_from_seed(s) for s in seeds])
+    K = len(seeds)
     run_dirs = [
         results.prepare(Path(d), c, overwrite=overwrite)
         for c, d in zip(cfgs, run_dirs, strict=True)
     ]
     keys = _stack([keys_from_seed(c.seed) for c in cfgs])
     graphdef, _ = init_model(cfg, keys.init[0])
+    for c in cfgs:  # an evaluation encoding that cannot take the parameters fails before training
+        evaluate.eval_graphdef(c, graphdef)
     tx = make_optimizer(cfg.train)
 
     def init(key: jax.Array) -> TrainState:
@@ -224,7 +237,8 @@ def train_group(
         now = time.perf_counter()
         tok_s = (step - last["step"]) * tokens_per_step / (now - last["time"])
         last.update(step=step, time=now)
-        for k, (f, run_dir) in enumerate(zip(files, run_dirs, strict=True)):
+        for c, f, run_dir in zip(cfgs, files, run_dirs, strict=True):
+            k = seeds.index(c.seed)
             row = {"step": step, **{name: float(v[k]) for name, v in metrics_K.items()}}
             # Throughput of the whole packed program, shared by its K runs.
             row.update(tokens_per_s=round(tok_s, 1), elapsed_s=round(now - t_start, 3))
@@ -262,8 +276,12 @@ def train_group(
         if pending is not None:
             write(files, *pending)
 
-    rows_K = evaluate.evaluate_packed(cfg, graphdef, state.params, progress=progress)
-    for run_dir, rows in zip(run_dirs, rows_K, strict=True):
-        results.write_jsonl(run_dir / results.EVAL, rows)
-        results.mark_done(run_dir)
+    # One evaluation of all seeds per evaluation encoding.
+    for eval_encoding in dict.fromkeys(c.eval_encoding for c in cfgs):
+        eval_cfg = dataclasses.replace(cfg, eval_encoding=eval_encoding)
+        rows_K = evaluate.evaluate_packed(eval_cfg, graphdef, state.params, progress=progress)
+        for c, run_dir in zip(cfgs, run_dirs, strict=True):
+            if c.eval_encoding == eval_encoding:
+                results.write_jsonl(run_dir / results.EVAL, rows_K[seeds.index(c.seed)])
+                results.mark_done(run_dir)
     return graphdef, state.params

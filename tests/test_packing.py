@@ -96,3 +96,27 @@ def test_eight_devices_match_one_device(tmp_path, alone):
                 np.testing.assert_allclose(
                     numbers(tmp_path / f"k{k}" / f"s{s}"), alone[s][0], rtol=1e-5, atol=1e-5
                 )
+
+
+def test_evaluation_encodings_share_one_training(tmp_path):
+    """Context extension without retraining: RoPE trained once, evaluated plain and scaled."""
+    rope = dataclasses.replace(TINY, encoding=encodings.get("rope"), eval=EvalConfig(lengths=(8,)))
+    scaled = dataclasses.replace(
+        rope, eval_encoding=encodings.get("rope", scaling={"rope_type": "linear", "factor": 2})
+    )
+    plain_dir, scaled_dir = tmp_path / "plain", tmp_path / "scaled"
+    train.train_group([rope, scaled], [plain_dir, scaled_dir], progress=False)
+    plain_metrics = results.read_jsonl(plain_dir / results.METRICS)
+    assert plain_metrics == results.read_jsonl(scaled_dir / results.METRICS)
+    plain_eval = results.read_jsonl(plain_dir / results.EVAL)[0]
+    scaled_eval = results.read_jsonl(scaled_dir / results.EVAL)[0]
+    assert plain_eval["loss"] != scaled_eval["loss"]
+    assert results.load_config(scaled_dir).eval_encoding == scaled.eval_encoding
+
+
+def test_eval_encoding_must_fit_the_trained_parameters(tmp_path):
+    cfg = dataclasses.replace(
+        TINY, encoding=encodings.get("rope"), eval_encoding=encodings.get("learned")
+    )
+    with pytest.raises(ValueError, match="different parameters"):
+        train.train(cfg, tmp_path / "run", progress=False)
