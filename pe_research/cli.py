@@ -1,8 +1,8 @@
 """The `pe-research` command line: thin wrappers that parse typed configs and call the library.
 
 pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
-pe-research sweep EXPERIMENT [--out DIR]
-pe-research plot RUN_DIR... --out FIG.png
+pe-research sweep EXPERIMENT [--out DIR] [--metric M] [--shard I/N]
+pe-research plot RUN_DIR... --out FIG.png|FIG.pdf [--metric M] [--kind lines|heatmap]
 """
 
 from __future__ import annotations
@@ -37,58 +37,89 @@ def train(
 
     Example: pe-research train --train.steps 500 --out runs/rev reverse rope --base 500
     """
-    from pe_research import results, sweep
+    from pe_research import results, summary
     from pe_research import train as train_lib
 
     _enable_compilation_cache()
     train_lib.train(cfg, out, overwrite=overwrite, progress=progress)
     rows = list(results.eval_rows([out]))
-    print(sweep.summary_table(rows, "token_accuracy"))
-    print(sweep.summary_table(rows, "exact_match"))
+    print(summary.summary_table(rows, "token_accuracy"))
+    print(summary.summary_table(rows, "exact_match"))
     print(f"Run directory: {out}")
 
 
 def sweep(
     experiment: tyro.conf.Positional[str],
     out: Path | None = None,
+    scale: str | None = None,
+    metric: Literal["token_accuracy", "exact_match"] = "token_accuracy",
+    shard: str | None = None,
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
     progress: bool = True,
 ) -> None:
-    """Run every config of an experiment (skipping finished runs), print tables, write a plot.
+    """Run every config of an experiment (skipping finished runs), print tables, write results.
 
-    EXPERIMENT is a name in ./experiments/ (e.g. `default`) or a path to a .py file.
-    Default output: runs/<experiment name>/.
+    EXPERIMENT is a name in ./experiments/ (e.g. `default`) or a path to a .py file; --scale
+    picks one of its presets (e.g. `gpu`; default: its CPU size). Default output:
+    runs/<experiment name>/ (runs/<name>-<scale>/ with --scale). Once every run is finished,
+    writes results.csv, summary.md (METRIC in distribution and at 2x/4x/8x the training length)
+    and plots (PNG and PDF, lines and heatmaps) there.
+    Several processes may share OUT. On several hosts, give each --shard I/N, or start them as
+    one JAX job (--coordinator HOST:PORT --num-processes N --process-id I, or JAX's environment
+    variables): each process then trains shard process_index/process_count.
     """
-    from pe_research import plotting, results
+    from pe_research import plotting, summary
     from pe_research import sweep as sweep_lib
 
+    sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
+    if shard is not None:
+        index, count = sweep_lib.parse_shard(shard)
+    else:
+        import jax
+
+        index, count = jax.process_index(), jax.process_count()
     module = sweep_lib.load_experiment(experiment)
-    out = out or Path("runs") / Path(module.__file__).stem
-    dirs = sweep_lib.run_sweep(sweep_lib.experiment_runs(module), out, progress=progress)
-    rows = list(results.eval_rows(dirs))
-    print(sweep_lib.summary_table(rows, "token_accuracy"))
-    print(sweep_lib.summary_table(rows, "exact_match"))
-    for metric in plotting.METRICS:
-        path = out / f"extrapolation_{metric}.png"
-        plotting.save(plotting.extrapolation_figure(rows, metric), path)
-        print(f"Wrote {path}")
+    out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
+    done = sweep_lib.run_sweep(
+        sweep_lib.experiment_runs(module, scale), out, shard=(index, count), progress=progress
+    )
+    rows = summary.finished_rows(done.dirs)
+    if not done.complete:
+        print(
+            f"{len(done.dirs) - len(done.finished)} of {len(done.dirs)} runs are not finished "
+            "(other shards or processes): the tables below cover the finished ones. Rerun this "
+            "command once they finish to write results.csv, summary.md and the plots."
+        )
+    if not rows:
+        return
+    print(summary.summary_table(rows, "token_accuracy"))
+    print(summary.summary_table(rows, "exact_match"))
+    print(summary.generalization_table(rows, metric))
+    if done.complete:
+        paths = summary.write_summary(out, rows, metric) + plotting.write_figures(rows, out)
+        print("Wrote " + ", ".join(str(p) for p in paths))
 
 
 def plot(
     run_dirs: tyro.conf.Positional[tuple[Path, ...]],
     out: Path = Path("extrapolation.png"),
     metric: Literal["token_accuracy", "exact_match"] = "token_accuracy",
+    kind: Literal["lines", "heatmap"] = "lines",
 ) -> None:
-    """Plot accuracy vs evaluation length for finished runs at or below RUN_DIRS.
+    """Plot a metric by evaluation length for finished runs at or below RUN_DIRS.
 
-    One panel per task, one line per encoding (band over seeds), training length dashed.
+    One panel per task. lines: one line per encoding (band over seeds), training length dashed,
+    chance dotted; heatmap: encodings x lengths, mean over seeds, values written in the cells.
     The format follows the suffix of --out (.png, .pdf, .svg).
     """
     from pe_research import plotting, results
 
     rows = list(results.eval_rows(results.find_runs(run_dirs)))
     out.parent.mkdir(parents=True, exist_ok=True)
-    plotting.save(plotting.extrapolation_figure(rows, metric), out)
+    plotting.save(plotting.FIGURES[kind](rows, metric), out)
     print(f"Wrote {out} ({len({r['run'] for r in rows})} runs)")
 
 

@@ -1,0 +1,49 @@
+"""2-D positions: axial 2-D RoPE vs 1-D RoPE over the flattened grid vs learned absolute, on a
+grid task trained on small grids and evaluated on larger ones.
+
+Command (from the repository root):
+
+    pe-research sweep grid2d
+    pe-research sweep grid2d --scale gpu
+
+The `grid` task shows an n x n grid of symbols row by row, then SEP, then asks for every cell
+of a second grid the symbol one row up and one column left in the first (a fixed 2-D offset).
+Each token carries (row, col) coordinates; `rope_nd` rotates by both, the 1-D encodings see the
+flattened index, in which the same 2-D offset is a distance that grows with n. Training on
+sides 1-4, evaluation on sides 4-8, 2 seeds.
+
+Runtime and result: RESULT_PLACEHOLDER
+"""
+
+from pe_research import encodings, positions, tasks
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+
+SCALES = {
+    "cpu": (ModelConfig(), TrainConfig(steps=600, batch_size=32, train_length=4), (4, 5, 6, 8)),
+    "gpu": (ModelConfig(num_layers=4, d_model=256, num_heads=8, mlp_dim=1024),
+            TrainConfig(steps=5000, batch_size=128, train_length=8, learning_rate=5e-4),
+            (8, 10, 12, 16)),
+}  # fmt: skip
+SEEDS = (0, 1)
+
+
+def runs(scale: str = "cpu") -> list[RunConfig]:
+    model, train, lengths = SCALES[scale]
+    variants = [
+        (encodings.get("rope_nd", axes=2), positions.get("grid")),
+        (encodings.get("rope"), positions.get("contiguous")),
+        (encodings.get("learned"), positions.get("contiguous")),
+    ]
+    return [
+        RunConfig(
+            task=tasks.get("grid"),
+            encoding=encoding,
+            positions=sampler,
+            model=model,
+            train=train,
+            eval=EvalConfig(lengths=lengths),
+            seed=seed,
+        )
+        for encoding, sampler in variants
+        for seed in SEEDS
+    ]

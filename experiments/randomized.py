@@ -1,0 +1,50 @@
+"""Randomized positions: Ruoss et al. (2023), "Randomized Positional Encodings Boost Length
+Generalization of Transformers", encoder mode, per-token accuracy.
+
+Command (from the repository root):
+
+    pe-research sweep randomized
+    pe-research sweep randomized --scale gpu
+
+Each encoding is trained with contiguous positions and with randomized ones (a sorted sample
+without replacement from [0, max_pos), max_pos above the longest evaluation sequence, used at
+evaluation too, as in the paper), on reverse and duplicate, as a bidirectional encoder that
+fills BLANK placeholders. CPU size: training lengths <= 16, evaluation up to 64 (4x); the paper
+trains on <= 40 and tests up to 500.
+
+Runtime and result: RESULT_PLACEHOLDER
+"""
+
+from pe_research import encodings, positions, tasks
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+
+ENCODINGS = ["sinusoidal", "learned", "rope", "alibi"]
+TASKS = ["reverse", "duplicate"]
+SCALES = {
+    "cpu": dict(train_length=16, lengths=(16, 24, 32, 48, 64), max_pos=256, steps=500,
+                model=ModelConfig(causal=False)),
+    "gpu": dict(train_length=40, lengths=(40, 60, 80, 120, 160, 250, 500), max_pos=2048,
+                steps=10000,
+                model=ModelConfig(num_layers=5, d_model=64, num_heads=8, mlp_dim=256,
+                                  causal=False)),
+}  # fmt: skip
+
+
+def runs(scale: str = "cpu") -> list[RunConfig]:
+    s = SCALES[scale]
+    samplers = [positions.get("contiguous"), positions.get("randomized", max_pos=s["max_pos"])]
+    return [
+        RunConfig(
+            task=tasks.get(task),
+            encoding=encodings.get(
+                name, **({"max_positions": s["max_pos"]} if name == "learned" else {})
+            ),
+            model=s["model"],
+            train=TrainConfig(steps=s["steps"], batch_size=32, train_length=s["train_length"]),
+            eval=EvalConfig(lengths=s["lengths"], positions="train"),
+            positions=sampler,
+        )
+        for task in TASKS
+        for name in ENCODINGS
+        for sampler in samplers
+    ]

@@ -1,0 +1,301 @@
+"""The sweep runner: grouping, shards, claims, resumption and the summary files."""
+
+import csv
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from pe_research import cli, encodings, results, summary, sweep, tasks, train
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+
+TINY_EXPERIMENT = """
+from pe_research import encodings, tasks
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+
+def runs():
+    return [
+        RunConfig(
+            task=tasks.get("copy"),
+            encoding=encodings.get(enc),
+            model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
+            train=TrainConfig(steps=3, batch_size=4, train_length=3, log_every=1),
+            eval=EvalConfig(lengths=(3, 6), batch_size=4),
+        )
+        for enc in ("nope", "rope")
+    ]
+"""
+
+
+def tiny(task="copy", encoding="nope", seed=0, lengths=(3, 6)):
+    return RunConfig(
+        task=tasks.get(task),
+        encoding=encodings.get(encoding),
+        model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
+        train=TrainConfig(steps=3, batch_size=4, train_length=3, log_every=1),
+        eval=EvalConfig(lengths=lengths, batch_size=4),
+        seed=seed,
+    )
+
+
+def fake_run(run_dir, cfg, value, *, done=True):
+    """A run directory as training writes it, with made-up numbers (no training)."""
+    results.prepare(run_dir, cfg, overwrite=True)
+    rows = [
+        {
+            "length": n,
+            "token_accuracy": value + n / 100,
+            "exact_match": value / 2 + n / 1000,
+            "loss": 1 - value,
+        }
+        for n in cfg.eval_lengths
+    ]
+    results.write_jsonl(run_dir / results.EVAL, rows)
+    if done:
+        results.mark_done(run_dir)
+
+
+def fake_train_group(calls):
+    """Stands in for train.train_group: records each call and the claims held during it."""
+
+    def train_group(cfgs, run_dirs, *, progress=True):
+        calls.append(
+            {
+                "seeds": [c.seed for c in cfgs],
+                "encodings": {c.encoding.label() for c in cfgs},
+                "claimed": all(results.claim_holder(d) for d in run_dirs),
+            }
+        )
+        for cfg, run_dir in zip(cfgs, run_dirs, strict=True):
+            fake_run(run_dir, cfg, 0.5 + cfg.seed / 10)
+
+    return train_group
+
+
+def test_summary_equals_the_mean_of_the_rows_and_the_csv_round_trips(tmp_path):
+    lengths = (2, 3, 6, 12, 24)
+    cfgs = [tiny(encoding="nope", seed=s, lengths=lengths) for s in range(3)]
+    cfgs += [tiny(encoding="rope", seed=s, lengths=lengths) for s in range(2)]
+    dirs = [sweep.run_dir_for(tmp_path, c) for c in cfgs]
+    for i, (cfg, d) in enumerate(zip(cfgs, dirs, strict=True)):
+        fake_run(d, cfg, 0.1 * i + 0.03 * i * i)
+    unfinished = tiny(encoding="rope", seed=7, lengths=lengths)
+    dirs.append(sweep.run_dir_for(tmp_path, unfinished))
+    fake_run(dirs[-1], unfinished, 100.0, done=False)
+
+    rows = summary.finished_rows(dirs)
+    summary.write_summary(tmp_path, rows, "token_accuracy")
+    with open(tmp_path / "results.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert tuple(table[0]) == results.CSV_COLUMNS
+    assert len(table) == 5 * len(lengths)  # one row per finished run x length
+    assert all(float(r["token_accuracy"]) < 2 for r in table), "unfinished run summarized"
+    for r in table:
+        assert (tmp_path / r["run"] / results.DONE).exists()
+        evaluated = results.read_jsonl(tmp_path / r["run"] / results.EVAL)
+        assert float(r["token_accuracy"]) == next(
+            e["token_accuracy"] for e in evaluated if e["length"] == int(r["length"])
+        )
+
+    def values(encoding, length):
+        return [
+            float(r["token_accuracy"])
+            for r in table
+            if r["encoding"] == encoding and int(r["length"]) == length
+        ]
+
+    summary_md = (tmp_path / "summary.md").read_text()
+    lines = {
+        line.split("|")[2].strip(): line for line in summary_md.splitlines() if "| copy" in line
+    }
+    nope = [c.strip() for c in lines["nope"].split("|")[5:9]]
+    assert nope == [
+        f"{statistics.fmean(v):.3f} ± {statistics.stdev(v):.3f}"
+        for v in (values("nope", n) for n in (3, 6, 12, 24))
+    ]
+    rope = [c.strip() for c in lines["rope"].split("|")[5:9]]
+    assert rope == [
+        f"{statistics.fmean(v):.3f} [{min(v):.3f}, {max(v):.3f}]"
+        for v in (values("rope", n) for n in (3, 6, 12, 24))
+    ]
+    assert lines["rope"].split("|")[4].strip() == "2"  # runs: the unfinished one is not counted
+
+
+def test_in_distribution_length_falls_back_below_the_training_length():
+    rows = [
+        {"task": "copy", "encoding": "nope", "train_length": 4, "length": n, "run": "r",
+         "seed": 0, "token_accuracy": n / 10}
+        for n in (2, 3, 8)
+    ]  # fmt: skip
+    line = next(x for x in summary.generalization_table(rows).splitlines() if "| copy" in x)
+    assert [c.strip() for c in line.split("|")[5:9]] == ["0.300 (at 3)", "0.800", "-", "-"]
+    assert summary.in_distribution_length({5, 6}, 4) is None
+
+
+def test_runs_differing_only_in_seed_train_together_and_unfinished_runs_are_redone(
+    tmp_path, monkeypatch, capsys
+):
+    cfgs = [tiny(encoding=e, seed=s) for e in ("nope", "rope") for s in (0, 1)]
+    dirs = [sweep.run_dir_for(tmp_path, c) for c in cfgs]
+    fake_run(dirs[0], cfgs[0], 0.0)  # finished: skipped
+    fake_run(dirs[2], cfgs[2], 100.0, done=False)  # killed half-way: redone from scratch
+    calls = []
+    monkeypatch.setattr(train, "train_group", fake_train_group(calls))
+
+    done = sweep.run_sweep(cfgs, tmp_path, progress=False)
+    assert calls == [
+        {"seeds": [1], "encodings": {"nope"}, "claimed": True},
+        {"seeds": [0, 1], "encodings": {"rope"}, "claimed": True},
+    ]
+    assert done.complete and done.trained == dirs[1:]
+    assert not list(tmp_path.rglob(results.LOCK)), "claims must be released"
+    assert results.read_jsonl(dirs[2] / results.EVAL)[0]["token_accuracy"] < 2
+    assert "1 of 4 runs already finished" in capsys.readouterr().out
+
+    sweep.run_sweep(cfgs, tmp_path, progress=False)
+    assert len(calls) == 2 and "4 of 4 runs already finished" in capsys.readouterr().out
+
+
+def test_claims_are_released_when_training_fails(tmp_path, monkeypatch):
+    def diverge(cfgs, run_dirs, *, progress=True):
+        raise train.TrainingDiverged("loss became nan")
+
+    monkeypatch.setattr(train, "train_group", diverge)
+    with pytest.raises(train.TrainingDiverged):
+        sweep.run_sweep([tiny()], tmp_path, progress=False)
+    assert not list(tmp_path.rglob(results.LOCK))
+
+
+def test_a_run_claimed_by_a_live_process_is_left_to_it(tmp_path, monkeypatch, capsys):
+    cfgs = [tiny(encoding=e) for e in ("nope", "rope")]
+    dirs = [sweep.run_dir_for(tmp_path, c) for c in cfgs]
+    assert results.try_claim(dirs[0])  # held by this (live) process
+    assert not results.try_claim(dirs[0])
+    calls = []
+    monkeypatch.setattr(train, "train_group", fake_train_group(calls))
+
+    done = sweep.run_sweep(cfgs, tmp_path, progress=False)
+    assert done.trained == [dirs[1]] and not done.complete
+    assert f"pid {os.getpid()}" in done.claimed_by_others[dirs[0]]
+    assert "Left 1 run to the processes that claimed them" in capsys.readouterr().out
+
+    results.release(dirs[0])
+    assert sweep.run_sweep(cfgs, tmp_path, progress=False).trained == [dirs[0]]
+
+
+def dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_claims_are_taken_over(tmp_path, capsys):
+    lock = tmp_path / results.LOCK
+    lock.write_text(json.dumps({"host": socket.gethostname(), "pid": dead_pid()}))
+    assert results.try_claim(tmp_path)
+    assert "took over a stale claim" in capsys.readouterr().out
+    assert json.loads(lock.read_text())["pid"] == os.getpid()
+    results.release(tmp_path)
+    assert not lock.exists()
+
+    # A PID on another host cannot be checked: the claim stands.
+    lock.write_text(json.dumps({"host": "another-host.invalid", "pid": dead_pid()}))
+    assert not results.try_claim(tmp_path)
+    results.release(tmp_path)  # not ours: left alone
+    assert lock.exists()
+
+    # Unreadable: a writer that is starting, or one that died before writing its name.
+    lock.write_text("")
+    assert not results.try_claim(tmp_path)
+    old = time.time() - 2 * results.UNREADABLE_CLAIM_STALE_S
+    os.utime(lock, (old, old))
+    assert results.try_claim(tmp_path)
+
+
+def test_shards_partition_the_grid_and_keep_seeds_together():
+    cfgs = [
+        tiny(task=t, encoding=e, seed=s)
+        for t in ("copy", "reverse", "offset")
+        for e in ("nope", "rope")
+        for s in (0, 1)
+    ]
+    groups = sweep.group_by_seed(cfgs)
+    assert len(groups) == 6 and all(len(g) == 2 for g in groups)
+    for count in (1, 2, 4, 7):
+        shards = [sweep.shard_of(groups, i, count) for i in range(count)]
+        runs = sorted(i for shard in shards for group in shard for i in group)
+        assert runs == list(range(len(cfgs)))  # complete and disjoint
+    assert sweep.parse_shard(" 1/3") == (1, 3)
+    for bad in ("3/3", "1", "a/b", "-1/2", "1/0", "1/2/3"):
+        with pytest.raises(ValueError, match="I/N"):
+            sweep.parse_shard(bad)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sweep", "default", "--shard", "2/2"], "is not I/N"),
+        (["sweep", "default", "--num-processes", "2"], "need --coordinator"),
+        (["sweep", "{empty}"], "returned no run configs"),
+    ],
+)
+def test_bad_sweep_input_exits_with_a_message(tmp_path, capsys, argv, message):
+    empty = tmp_path / "empty.py"
+    empty.write_text("def runs():\n    return []\n")
+    argv = [a.format(empty=empty) for a in argv]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--out", str(tmp_path / "out"), "--no-progress"])
+    assert exit_info.value.code != 0
+    assert message in capsys.readouterr().err
+
+
+def trained_runs(output):
+    """Run directories a sweep process reports as trained by it ("[k/n] task/enc/seedN-hash")."""
+    return [line.split()[1] for line in output.splitlines() if line.startswith("[")]
+
+
+def run_together(commands, cwd, timeout=120):
+    """Start the commands at once; their outputs, or a failure naming the one that broke."""
+    procs = [
+        subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for c in commands
+    ]
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=timeout)[0])
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    for proc, output in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, f"{proc.args} failed:\n{output}"
+    return outputs
+
+
+def test_two_processes_sweeping_one_folder_train_each_run_once(tmp_path):
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pe_research.cli", "sweep", str(experiment), "--out", str(out)]
+    outputs = run_together([[*command, "--no-progress"]] * 2, cwd=tmp_path)
+
+    expected = sorted(
+        str(sweep.run_dir_for(out, c).relative_to(out))
+        for c in sweep.experiment_runs(sweep.load_experiment(str(experiment)))
+    )
+    trained = [run for output in outputs for run in trained_runs(output)]
+    assert sorted(trained) == expected, outputs  # every run once, by one of the two
+    for run in expected:
+        steps = [r["step"] for r in results.read_jsonl(out / run / results.METRICS)]
+        assert steps == [1, 2, 3], f"{run}: rows of two trainings mixed"
+        assert [r["length"] for r in results.read_jsonl(out / run / results.EVAL)] == [3, 6]
+    assert not list(out.rglob(results.LOCK))
+    with open(out / "results.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 2 * len(expected)
