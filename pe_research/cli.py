@@ -1,8 +1,10 @@
 """The `pe-research` command line: thin wrappers that parse typed configs and call the library.
 
 pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
-pe-research sweep EXPERIMENT [--out DIR] [--metric M] [--shard I/N]
+pe-research sweep EXPERIMENT [--out DIR] [--scale S] [--metric M] [--shard I/N]
 pe-research plot RUN_DIR... --out FIG.png|FIG.pdf [--metric M] [--kind lines|heatmap]
+pe-research properties [--out DIR] [--encodings NAME[:K=V,...]...] [--results SWEEP_DIR]
+pe-research analyze RUN_DIR
 """
 
 from __future__ import annotations
@@ -123,7 +125,66 @@ def plot(
     print(f"Wrote {out} ({len({r['run'] for r in rows})} runs)")
 
 
-COMMANDS = {"train": train, "sweep": sweep, "plot": plot}
+def properties(
+    out: Path = Path("runs/properties"),
+    encodings: tuple[str, ...] = (),
+    results: Path | None = None,
+    max_position: int = 1023,
+    demos: bool = True,
+    precision_positions: int = 100_000,
+) -> None:
+    """Measure the seed essay's properties (Pr1-Pr5, norms, magnitudes, wavelengths) of every
+    encoding, and run its demonstrations; writes properties.md, properties.json, figures.
+
+    ENCODINGS: names, optionally with hyper-parameters as NAME:KEY=VALUE,KEY=VALUE (for example
+    rope:base=500 cope:init_std=0.02); default every registered encoding. --results: a sweep's
+    output folder, for Pr3 (accuracy at 2x/4x/8x the training length). --max-position: N of
+    Pr1/Pr2 (positions 0..N). --precision-positions: the low-precision study covers 0..this.
+    """
+    from pe_research import demonstrations
+    from pe_research import encodings as registry
+    from pe_research import property_report as props
+    from pe_research import results as results_lib
+
+    chosen = [props.parse_encoding(spec) for spec in encodings] or [
+        registry.get(name) for name in registry.names()
+    ]
+    rows = None
+    if results is not None:
+        rows = list(results_lib.eval_rows(results_lib.find_runs([results])))
+    reports = [props.measure(e, max_position=max_position, rows=rows) for e in chosen]
+    paths = props.write_report(out, reports)
+    print(props.markdown_table(reports))
+    if demos:
+        data, written = demonstrations.write_demonstrations(
+            out, chosen, max_position=precision_positions
+        )
+        paths += written
+        print(demonstrations.describe(data))
+    print("Wrote " + ", ".join(str(p) for p in paths))
+
+
+def analyze(run_dir: tyro.conf.Positional[Path], out: Path | None = None) -> None:
+    """Attention maps per layer and head at 1x and 4x the training length and, for rotary
+    encodings, frequency usage per head, for a finished run (retrained in memory from its
+    config.json, since run directories hold no parameters). Writes to OUT (default
+    RUN_DIR/analysis) and prints a short summary.
+    """
+    from pe_research import analysis
+
+    _enable_compilation_cache()
+    summary, paths = analysis.analyze(run_dir, out)
+    print(summary)
+    print("Wrote " + ", ".join(str(p) for p in paths))
+
+
+COMMANDS = {
+    "train": train,
+    "sweep": sweep,
+    "plot": plot,
+    "properties": properties,
+    "analyze": analyze,
+}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,7 +192,9 @@ def main(argv: list[str] | None = None) -> None:
         tyro.extras.subcommand_cli_from_dict(
             COMMANDS,
             prog="pe-research",
-            description="Positional encodings for transformers: train, sweep, plot.",
+            description=(
+                "Positional encodings for transformers: train, sweep, plot, properties, analyze."
+            ),
             args=argv,
             config=(tyro.conf.OmitSubcommandPrefixes,),
         )

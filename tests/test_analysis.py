@@ -1,0 +1,55 @@
+"""Analysis of trained runs: a clear error for unfinished runs, and the command end to end."""
+
+import re
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+
+from pe_research import analysis, cli, results, tasks, train
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.encodings.rotary import RoPE
+
+TINY = RunConfig(
+    task=tasks.get("copy"),
+    encoding=RoPE(),
+    model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
+    train=TrainConfig(steps=5, batch_size=8, train_length=4, log_every=5),
+    eval=EvalConfig(lengths=(4,), batch_size=8),
+)
+
+
+def test_unfinished_run_is_a_clear_error(tmp_path, capsys):
+    results.prepare(tmp_path / "run", TINY)  # config.json, no DONE
+    with pytest.raises(ValueError, match="no DONE"):
+        analysis.analyze(tmp_path / "run")
+    with pytest.raises(SystemExit):
+        cli.main(["analyze", str(tmp_path / "run")])
+    assert "no DONE" in capsys.readouterr().err
+
+
+def test_analyze_a_tiny_rope_run(tmp_path, capsys):
+    run = tmp_path / "run"
+    graphdef, params = train.train(TINY, run, progress=False)
+    cli.main(["analyze", str(run)])
+    printed = capsys.readouterr().out
+    # The retrained model reproduces the logged training exactly.
+    assert "training metrics: accuracy 0, grad_norm 0, loss 0." in printed
+    assert "Frequency usage (Barbero et al. 2025)" in printed
+    for name in ("attention_1x.png", "attention_4x.png", "frequency_usage.png", "summary.txt"):
+        assert (run / "analysis" / name).stat().st_size > 0, name
+    assert results.find_runs([tmp_path]) == [run]  # the analysis folder is not a run
+
+    mismatches = re.findall(r"recomputed attention matches the model to (\S+)\.", printed)
+    assert len(mismatches) == 2 and all(float(m) < 1e-5 for m in mismatches)
+
+    @jax.jit
+    def forward(params, tokens_BL, pos_BL, valid_BL):
+        return analysis.attention_layers(nnx.merge(graphdef, params), tokens_BL, pos_BL, valid_BL)
+
+    seq = analysis.evaluation_sequence(TINY, 4)
+    fwd = forward(params, seq["tokens"], seq["pos"], seq["valid"])
+    probs_HLM = np.asarray(fwd["layers"][0]["probs"][0])
+    np.testing.assert_allclose(probs_HLM.sum(-1), 1.0, rtol=1e-5)
+    assert np.allclose(np.triu(probs_HLM, k=1), 0.0)  # causal
