@@ -224,6 +224,16 @@ def encoding_label(cfg: RunConfig) -> str:
     return label
 
 
+def series_label(cfg: RunConfig) -> str:
+    """What tables and legends call a run: its encoding label, plus the position sampler when
+    it is not the contiguous default (randomized positions are a different method)."""
+    label = encoding_label(cfg)
+    if cfg.positions != Contiguous():
+        options = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(cfg.positions).items())
+        label += f" + {cfg.positions.name}" + (f"({options})" if options else "")
+    return label
+
+
 def task_label(task: Task) -> str:
     """Task name plus its non-default options, for tables and panels."""
     changed = [

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pe_research.config import RunConfig, encoding_label, task_label
+from pe_research.config import RunConfig, series_label, task_label
 
 CONFIG, METRICS, EVAL, DONE = "config.json", "metrics.jsonl", "eval.jsonl", "DONE"
 LOCK = "LOCK"
@@ -158,7 +158,7 @@ def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
             yield {
                 "run": str(run_dir),
                 "task": task_label(cfg.task),
-                "encoding": encoding_label(cfg),
+                "encoding": series_label(cfg),
                 "seed": cfg.seed,
                 "train_length": cfg.train.train_length,
                 "chance": {"token_accuracy": 1.0 / cfg.task.alphabet},
