@@ -12,7 +12,23 @@ Each token carries (row, col) coordinates; `rope_nd` rotates by both, the 1-D en
 flattened index, in which the same 2-D offset is a distance that grows with n. Training on
 sides 1-4, evaluation on sides 4-8, 2 seeds.
 
-Runtime and result: RESULT_PLACEHOLDER
+Runtime: 2 min 40 s on the 2-core CPU development machine, sharing it with another sweep (6
+runs as 3 groups of 2 packed seeds).
+
+Result (token accuracy / exact match by grid side, mean of 2 seeds; trained on sides 1-4):
+
+    encoding               side 4       5            6            8
+    rope_nd + grid coords  1.00 /1.00   1.00 /1.00   1.00 /.98    .76 /.00
+    rope (flattened)       1.00 /1.00   .06 /.00     .06 /.00     .07 /.00
+    learned absolute       .83 /.26     .11 /.00     .11 /.00     .09 /.00
+
+- Axial 2-D RoPE extrapolates: the 2-D offset is the same at every grid size, and it keeps exact
+  match on 5x5 and 6x6 grids it never saw (98-100%) and 76% token accuracy on 8x8 (4x the
+  cells of training).
+- 1-D RoPE over the flattened grid fits the training sizes exactly but collapses to chance at
+  side 5: in the flattened sequence the same 2-D offset is a distance that grows with the side,
+  so the relative distance it learned is wrong on every larger grid. Learned absolute positions
+  do not even fit in distribution in 600 steps.
 """
 
 from pe_research import encodings, positions, tasks
