@@ -204,7 +204,7 @@ def run_sweep(
                     [configs[i] for i in claimed], [dirs[i] for i in claimed], progress=progress
                 )
                 seconds = time.perf_counter() - t_group
-                together = f" for {len(claimed)} seeds together" if len(claimed) > 1 else ""
+                together = f" for {len(claimed)} runs trained together" if len(claimed) > 1 else ""
                 for i in claimed:
                     trained.append(dirs[i])
                     rows = results.read_jsonl(dirs[i] / results.EVAL)
