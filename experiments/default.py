@@ -7,8 +7,8 @@ Command (from the repository root):
 Five encodings (NoPE, sinusoidal, learned absolute, RoPE, ALiBi) x three tasks (copy, reverse,
 offset k=3), a 2-layer causal decoder (d_model 64, 4 heads), trained for 500 steps on 1..16
 symbols and evaluated at 16, 32, ..., 128 symbols (1x-8x the training length), 128 sequences
-per length. Writes runs/default/<task>/<encoding>/seed0-<hash>/ and
-runs/default/extrapolation_{token_accuracy,exact_match}.png.
+per length. Writes runs/default/<task>/<encoding>/seed0-<hash>/ and, next to them,
+summary.md, results.csv, and extrapolation_*.png / heatmap_*.png (and PDFs).
 
 Runtime: 6 min 15 s on the 2-core CPU development machine with an empty compilation cache
 (15 runs of 11-36 s: about 20 s of training at ~50k padded tokens/s for copy and reverse, 3 s
