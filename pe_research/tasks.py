@@ -113,8 +113,8 @@ def _gather_BL(x_BT: jax.Array, idx_BL: jax.Array, use_BL: jax.Array) -> jax.Arr
 class _PromptAnswer(Task):
     """`x_1..x_p SEP y_1..y_m`: a prompt of p(n) symbols, then an answer of m(n) tokens.
 
-    The answer is a fixed rearrangement of the prompt (`answer_source`), unless a subclass
-    overrides `answer`. Lengths are functions of n so they work on ints and traced arrays alike.
+    Subclasses define `answer`; lengths are functions of n so they work on ints and traced
+    arrays alike.
     """
 
     def prompt_length(self, n: Any) -> Any:
@@ -127,19 +127,15 @@ class _PromptAnswer(Task):
         total = self.prompt_length(length) + self.answer_length(length)
         return total if causal else total + 1
 
-    def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
-        """Index into the prompt of answer token j (0-based)."""
-        raise NotImplementedError(f"{type(self).__name__} must define answer_source or answer.")
-
     def symbols(self, key: jax.Array, shape: tuple[int, int]) -> jax.Array:
         """The prompt's data symbols, [B, T]; the prompt of row b is its first p(n_b)."""
         return jax.random.randint(key, shape, 0, self.alphabet, dtype=jnp.int32)
 
+    @abc.abstractmethod
     def answer(
         self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
     ) -> jax.Array:
         """Answer token j of each row (read only where `in_answer`)."""
-        return _gather_BL(x_BT, self.answer_source(j_BT, n_B1), in_answer_BT)
 
     def _sequence(
         self, key: jax.Array, n_B: jax.Array, T: int
@@ -188,7 +184,21 @@ class _PromptAnswer(Task):
 
 
 @dataclasses.dataclass(frozen=True)
-class Copy(_PromptAnswer):
+class _Rearrangement(_PromptAnswer):
+    """An answer that is a fixed rearrangement of the prompt, given by `answer_source`."""
+
+    @abc.abstractmethod
+    def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
+        """Index into the prompt of answer token j (0-based)."""
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        return _gather_BL(x_BT, self.answer_source(j_BT, n_B1), in_answer_BT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Copy(_Rearrangement):
     """Copy: `x_1..x_n SEP x_1..x_n`."""
 
     name = "copy"
@@ -198,7 +208,7 @@ class Copy(_PromptAnswer):
 
 
 @dataclasses.dataclass(frozen=True)
-class Reverse(_PromptAnswer):
+class Reverse(_Rearrangement):
     """Reverse: `x_1..x_n SEP x_n..x_1`."""
 
     name = "reverse"
@@ -208,7 +218,7 @@ class Reverse(_PromptAnswer):
 
 
 @dataclasses.dataclass(frozen=True)
-class Duplicate(_PromptAnswer):
+class Duplicate(_Rearrangement):
     """Duplicate string (Ruoss et al., 2023): `x_1..x_n SEP x_1..x_n x_1..x_n`.
 
     The answer has 2n tokens, so a length-n sequence takes 3n positions (3n + 1 in an encoder).
