@@ -161,6 +161,44 @@ class Placement(NamedTuple):
         return cls(replicated, None)
 
 
+class Program(NamedTuple):
+    """K packed models ready to train: their state, keys, and the compiled step."""
+
+    graphdef: nnx.GraphDef
+    state: TrainState  # every leaf has a leading axis of K models
+    data_keys: jax.Array  # [K]
+    pos_keys: jax.Array  # [K]
+    step: Any  # compiled (state, data_keys, pos_keys) -> (state, metrics_K); state donated
+    compile_s: float
+
+
+def init_model_shape(cfg: RunConfig) -> nnx.GraphDef:
+    """The model's graph definition, without computing any parameters."""
+    model = nnx.eval_shape(
+        lambda: Transformer(cfg.model, cfg.encoding, cfg.task.vocab_size, rngs=nnx.Rngs(0))
+    )
+    return nnx.split(model)[0]
+
+
+def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
+    """Initialise one model per seed, packed on a leading axis, and compile their joint step."""
+    keys = _stack([keys_from_seed(s) for s in seeds])
+    graphdef = init_model_shape(cfg)
+    tx = make_optimizer(cfg.train)
+
+    def init(key: jax.Array) -> TrainState:
+        params = init_model(cfg, key)[1]
+        return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
+
+    place = Placement.choose(len(seeds), cfg.train.batch_size)
+    state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
+    data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))
+    t0 = time.perf_counter()
+    step = jax.jit(jax.vmap(make_step(cfg, graphdef, place.batch)), donate_argnums=0)
+    step = step.lower(state, data_keys, pos_keys).compile()
+    return Program(graphdef, state, data_keys, pos_keys, step, time.perf_counter() - t0)
+
+
 def train(
     cfg: RunConfig, run_dir: Path | str, *, overwrite: bool = False, progress: bool = True
 ) -> tuple[nnx.GraphDef, Any]:
@@ -201,30 +239,12 @@ def train_group(
         results.prepare(Path(d), c, overwrite=overwrite)
         for c, d in zip(cfgs, run_dirs, strict=True)
     ]
-    keys = _stack([keys_from_seed(s) for s in seeds])
     K = len(seeds)
-    run_dirs = [
-        results.prepare(Path(d), c, overwrite=overwrite)
-        for c, d in zip(cfgs, run_dirs, strict=True)
-    ]
-    keys = _stack([keys_from_seed(c.seed) for c in cfgs])
-    graphdef, _ = init_model(cfg, keys.init[0])
     for c in cfgs:  # an evaluation encoding that cannot take the parameters fails before training
-        evaluate.eval_graphdef(c, graphdef)
-    tx = make_optimizer(cfg.train)
-
-    def init(key: jax.Array) -> TrainState:
-        params = init_model(cfg, key)[1]
-        return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
-
-    place = Placement.choose(K, cfg.train.batch_size)
-    state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
-    data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))
-
-    t0 = time.perf_counter()
-    step_fn = jax.jit(jax.vmap(make_step(cfg, graphdef, place.batch)), donate_argnums=0)
-    step_fn = step_fn.lower(state, data_keys, pos_keys).compile()
-    compile_s = time.perf_counter() - t0
+        evaluate.eval_graphdef(c, init_model_shape(cfg))
+    prog = build_program(cfg, seeds)
+    graphdef, state, step_fn, compile_s = prog.graphdef, prog.state, prog.step, prog.compile_s
+    data_keys, pos_keys = prog.data_keys, prog.pos_keys
     width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
     tokens_per_step = K * cfg.train.batch_size * width
     log_every, steps = cfg.train.log_every, cfg.train.steps

@@ -1,0 +1,70 @@
+"""The speed benchmark's measurements: FLOP counts, compile counts, the persistent cache."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+
+from pe_research import bench, encodings, evaluate, tasks, train
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+
+TINY = RunConfig(
+    task=tasks.get("copy"),
+    encoding=encodings.get("rope"),
+    model=ModelConfig(num_layers=2, d_model=32, num_heads=2, mlp_dim=64),
+    train=TrainConfig(steps=3, batch_size=8, train_length=8),
+    eval=EvalConfig(batch_size=4),
+)
+
+
+def test_analytic_flops_agree_with_xlas_count_of_the_step():
+    row = bench.measure_training(TINY, num_models=2, peak=1e11, steps=1, repeats=1)
+    # XLA also counts elementwise work (softmax, norms, Adam), so it is a little above.
+    assert row["flops_per_step"] <= row["xla_flops_per_step"] <= 1.3 * row["flops_per_step"]
+    assert row["flops_per_step"] == 2 * bench.train_step_flops(TINY)
+    assert row["tokens_per_step"] == 2 * 8 * TINY.task.seq_len(8, causal=True)
+    assert row["tokens_per_s"] > 0 and 0 < row["fraction_of_peak"]
+
+
+def test_evaluating_eight_lengths_compiles_one_program_per_bucket():
+    assert len(TINY.eval_lengths) == 8
+    graphdef, state = train.init_state(TINY, train.keys_from_seed(0))
+    params_K = jax.tree.map(lambda x: x[None], state.params)
+    with bench.CompileCounter() as counter:
+        evaluate.evaluate_packed(TINY, graphdef, params_K)
+    assert counter.compiles == len(set(evaluate.buckets(TINY).values())) == 4
+
+
+SECOND_PROCESS = """
+import json, sys
+from pe_research import bench, cli, train
+from pe_research.config import RunConfig
+cli._enable_compilation_cache()
+cfg = RunConfig.from_dict(json.loads(sys.argv[1]))
+with bench.CompileCounter() as counter:
+    train.train(cfg, sys.argv[2], progress=False)
+print(json.dumps({"compiles": counter.compiles, "xla_compiles": counter.xla_compiles}))
+"""
+
+
+def test_a_second_process_compiles_nothing_the_first_compiled(tmp_path):
+    env = {**os.environ, "PE_RESEARCH_JAX_CACHE": str(tmp_path / "cache")}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the CLI's cache, not the test session's
+    script = textwrap.dedent(SECOND_PROCESS)
+    config = json.dumps(TINY.to_dict())
+    counts = []
+    for i in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", script, config, str(tmp_path / f"run{i}")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        counts.append(json.loads(out.strip().splitlines()[-1]))
+    assert counts[0]["xla_compiles"] >= 6  # init, step, 4 evaluation buckets
+    assert counts[1]["compiles"] == counts[0]["compiles"]
+    assert counts[1]["xla_compiles"] == 0, counts
