@@ -1,8 +1,9 @@
 """Analysis of a trained run: attention maps, and which rotary frequencies the model uses.
 
-A run directory holds no parameters, so `retrain` trains the run's config.json again in memory
-(the same seed and the same vmapped step as train.train_group) and reports how far its logged
-metrics are from the run's metrics.jsonl (zero when reproduced exactly). Attention is then
+The parameters come from the run's final checkpoint; a run directory without checkpoints (written
+before they existed) is trained again in memory from its config.json by `retrain` (the same seed
+and program as training), which reports how far its logged metrics are from the run's
+metrics.jsonl (zero when reproduced exactly). Attention is then
 recomputed layer by layer from the model's parameters and the encoding's hooks, on the first
 evaluation sequence at the training length and at 4x, and checked against the model's own
 attention output. For rotary models, frequency usage follows Barbero et al. (2025), "Round and
@@ -43,34 +44,49 @@ def finished_config(run_dir: Path) -> RunConfig:
     return results.load_config(run_dir)
 
 
-def retrain(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, dict[str, Any]]:
-    """Train `cfg` again in memory as train.train_group does (the run's seed, its keys split by
-    purpose, the step vmapped over one seed); returns (graphdef, params, how well it reproduces
-    the run: the largest difference of any logged metric against its metrics.jsonl)."""
-    from pe_research import train
+def trained_model(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, str]:
+    """(graphdef, params, where the parameters came from) of a finished run: its final
+    checkpoint, or else a retraining."""
+    from pe_research import checkpoints, train
 
     cfg = dataclasses.replace(cfg, eval_encoding=None)
-    keys = jax.tree.map(lambda x: x[None], train.keys_from_seed(cfg.seed))
-    graphdef, _ = train.init_model(cfg, keys.init[0])
-    tx = train.make_optimizer(cfg.train)
+    steps = checkpoints.steps(run_dir)
+    if not steps:
+        graphdef, params, diff = retrain(run_dir, cfg)
+        return (
+            graphdef,
+            params,
+            (
+                "retrained in memory from config.json (the run has no checkpoints; same seed and "
+                "program); largest difference from the run's logged training metrics: "
+                + ", ".join(f"{m} {v:.2g}" for m, v in diff.items())
+            ),
+        )
+    keys = train.keys_from_seed(cfg.seed)
+    graphdef, state = train.init_state(cfg, keys)
+    params = checkpoints.load_params(
+        run_dir, state, {"data": keys.data, "positions": keys.positions}
+    )
+    return graphdef, params, f"the run's checkpoint at step {steps[-1]}"
 
-    def init(key: jax.Array) -> train.TrainState:
-        params = train.init_model(cfg, key)[1]
-        return train.TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
 
-    state = jax.jit(jax.vmap(init))(keys.init)
-    step_fn = jax.jit(jax.vmap(train.make_step(cfg, graphdef)), donate_argnums=0)
+def retrain(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, dict[str, float]]:
+    """Train `cfg` again in memory with train.train_group's program; returns (graphdef, params,
+    the largest difference of each logged metric against the run's metrics.jsonl)."""
+    from pe_research import train
+
+    prog = train.build_program(cfg, [cfg.seed])
+    state = prog.state
     recorded = {r["step"]: r for r in results.read_jsonl(Path(run_dir) / results.METRICS)}
     diff: dict[str, float] = {}
     for i in range(1, cfg.train.steps + 1):
-        state, metrics = step_fn(state, keys.data, keys.positions)
+        state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
         if i in recorded:
             for name, value in jax.device_get(metrics).items():
                 if name in recorded[i]:
                     d = abs(float(value[0]) - recorded[i][name])
                     diff[name] = max(diff.get(name, 0.0), d)
-    params = jax.tree.map(lambda x: x[0], state.params)
-    return graphdef, params, {"method": "retrained from config.json", "max_difference": diff}
+    return prog.graphdef, jax.tree.map(lambda x: x[0], state.params), diff
 
 
 def evaluation_sequence(cfg: RunConfig, length: int) -> dict[str, jax.Array]:
@@ -223,7 +239,7 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
     cfg = finished_config(run_dir)
     out_dir = Path(out_dir) if out_dir is not None else run_dir / "analysis"
     out_dir.mkdir(parents=True, exist_ok=True)
-    graphdef, params, reproduction = retrain(run_dir, cfg)
+    graphdef, params, source = trained_model(run_dir, cfg)
     model_graphdef = evaluate.eval_graphdef(cfg, graphdef)
     enc = nnx.merge(model_graphdef, params).encoding
 
@@ -235,10 +251,7 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
     n = cfg.train.train_length
     lines = [
         f"Analysis of {run_dir}: task {cfg.task.name}, encoding {enc.label()}, seed {cfg.seed}.",
-        "Parameters: retrained in memory from config.json (same seed and program); largest "
-        "difference from the run's logged training metrics: "
-        + ", ".join(f"{m} {v:.2g}" for m, v in reproduction["max_difference"].items())
-        + ".",
+        f"Parameters: {source}.",
     ]
     paths: list[Path] = []
     usage_1x = None

@@ -7,6 +7,8 @@ directory with the chosen task's and encoding's type recorded by name, and reads
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from typing import Annotated, Any, Literal, Union
 
 import tyro
@@ -44,7 +46,10 @@ class ModelConfig:
     def check(self) -> None:
         for name in ("num_layers", "d_model", "num_heads", "mlp_dim"):
             if getattr(self, name) < 1:
-                raise ValueError(f"model {name} must be >= 1, got {getattr(self, name)}.")
+                raise ValueError(
+                    f"model {name} must be >= 1, got {getattr(self, name)}: set "
+                    f"--model.{name.replace('_', '-')} to a positive integer."
+                )
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
@@ -67,7 +72,10 @@ class TrainConfig:
     def check(self) -> None:
         for name in ("steps", "batch_size", "train_length", "log_every"):
             if getattr(self, name) < 1:
-                raise ValueError(f"train {name} must be >= 1, got {getattr(self, name)}.")
+                raise ValueError(
+                    f"train {name} must be >= 1, got {getattr(self, name)}: set "
+                    f"--train.{name.replace('_', '-')} to a positive integer."
+                )
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
         if self.warmup_steps < 0:
@@ -86,12 +94,29 @@ class EvalConfig:
     positions: Literal["contiguous", "train"] = "contiguous"
     """Positions at evaluation: contiguous 0..n-1, or the training sampler's (for example
     randomized positions, as Ruoss et al. evaluate them)."""
+    data: str | None = None
+    """A built evaluation set, tfds:BUILDER/CONFIG (for example tfds:pe_copy/L16; see
+    `pe-research data list`), scored instead of sequences sampled on the fly. Every eval.jsonl
+    row records the data it was scored on."""
+    data_dir: str | None = None
+    """Where eval.data is built; default $PE_RESEARCH_DATA_DIR, else ~/tensorflow_datasets."""
 
     def check(self) -> None:
         if any(n < 1 for n in self.lengths):
-            raise ValueError(f"evaluation lengths must be >= 1, got {self.lengths}.")
+            raise ValueError(
+                f"evaluation lengths must be >= 1, got {self.lengths}: list positive numbers "
+                "of symbols in --eval.lengths (or none for 1x-8x the training length)."
+            )
         if self.batch_size < 1:
-            raise ValueError(f"eval batch_size must be >= 1, got {self.batch_size}.")
+            raise ValueError(
+                f"eval batch_size must be >= 1, got {self.batch_size}: set --eval.batch-size "
+                "to a positive integer."
+            )
+        if self.data is not None and not self.data.startswith("tfds:"):
+            raise ValueError(
+                f"eval data {self.data!r} is not a built dataset name: write tfds:BUILDER/CONFIG, "
+                "for example tfds:pe_copy/L16 (`pe-research data list` shows them)."
+            )
 
 
 def _union(registry: dict[str, type]) -> Any:
@@ -171,10 +196,18 @@ class RunConfig:
         self.encoding.check(self.model.dims(), self.max_position())
         if self.eval_encoding is not None:
             self.eval_encoding.check(self.model.dims(), self.max_position())
+        if self.eval.data is not None:
+            from pe_research.data import builders  # tensorflow-datasets, only when asked for
+
+            builders.check_run(self)
 
     # -- config.json -----------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        evaluation = {**dataclasses.asdict(self.eval), "lengths": list(self.eval.lengths)}
+        for k in ("data", "data_dir"):  # left out when unset: older runs keep their directories
+            if evaluation[k] is None:
+                del evaluation[k]
         return {
             "task": {"name": self.task.name, **dataclasses.asdict(self.task)},
             "encoding": encodings.to_dict(self.encoding),
@@ -184,36 +217,111 @@ class RunConfig:
             "positions": samplers.to_dict(self.positions),
             "model": dataclasses.asdict(self.model),
             "train": dataclasses.asdict(self.train),
-            "eval": {**dataclasses.asdict(self.eval), "lengths": list(self.eval.lengths)},
+            "eval": evaluation,
             "seed": self.seed,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
-        """Inverse of to_dict; ValueError names the part of the file that does not fit."""
+        """Inverse of to_dict; ValueError names the part of the file that does not fit (a
+        missing or unknown key, a value of the wrong type)."""
+        hand_edited = (
+            "; fix config.json, or regenerate it with `pe-research train` rather than editing it "
+            "by hand."
+        )
+        unknown = sorted(set(d) - {f.name for f in dataclasses.fields(cls)} - {"versions"})
+        if unknown:
+            raise ValueError(f"config has unknown key(s) {unknown}{hand_edited}")
         try:
-            task = dict(d["task"])
-            ev = dict(d["eval"])
+            ev = _typed(EvalConfig, d["eval"], "eval")
             ev["lengths"] = tuple(ev.get("lengths", ()))
+            eval_encoding = d.get("eval_encoding")
             return cls(
-                task=tasks.get(task.pop("name"), **task),
-                encoding=encodings.from_dict(d["encoding"]),
+                task=_entry(tasks, d["task"], "task"),
+                encoding=_entry(encodings, d["encoding"], "encoding"),
                 eval_encoding=(
-                    None
-                    if d.get("eval_encoding") is None
-                    else encodings.from_dict(d["eval_encoding"])
+                    None if eval_encoding is None else _entry(encodings, eval_encoding, "encoding")
                 ),
-                positions=samplers.from_dict(d.get("positions", {"name": "contiguous"})),
-                model=ModelConfig(**d["model"]),
-                train=TrainConfig(**d["train"]),
+                positions=_entry(samplers, d.get("positions", {"name": "contiguous"}), "positions"),
+                model=ModelConfig(**_typed(ModelConfig, d["model"], "model")),
+                train=TrainConfig(**_typed(TrainConfig, d["train"], "train")),
                 eval=EvalConfig(**ev),
-                seed=int(d["seed"]),
+                seed=_value(int, d["seed"], "seed"),
             )
+        except _WrongType as e:
+            raise ValueError(f"config {e}{hand_edited}") from None
         except (KeyError, TypeError) as e:
             raise ValueError(
                 f"config does not match RunConfig ({type(e).__name__}: {e}); "
                 "regenerate it with `pe-research train` rather than editing it by hand."
             ) from e
+
+
+class _WrongType(ValueError):
+    pass
+
+
+def _entry(registry: Any, d: Any, where: str) -> Any:
+    """A registry entry {"name": ..., **options} of config.json, its options type-checked."""
+    if not isinstance(d, dict) or "name" not in d:
+        raise _WrongType(f"{where} must be an object with a 'name', got {d!r}")
+    options = dict(d)
+    name = options.pop("name")
+    cls = registry.classes().get(name)
+    if cls is None:
+        return registry.from_dict(d)  # its error lists the known names
+    return registry.get(name, **_typed(cls, options, f"{where} {name!r}"))
+
+
+def _typed(cls: type, d: Any, where: str) -> dict[str, Any]:
+    """The entries of `d` checked against the fields of the dataclass `cls`."""
+    if not isinstance(d, dict):
+        raise _WrongType(f"{where} must be an object, got {d!r}")
+    try:
+        hints = typing.get_type_hints(cls)
+    except NameError:  # an annotation that cannot be resolved here: leave it to the class
+        hints = {}
+    fields = sorted(f.name for f in dataclasses.fields(cls))
+    unknown = sorted(set(d) - set(fields))
+    if unknown:
+        raise _WrongType(f"{where} has unknown key(s) {unknown}; it takes {fields}")
+    return {k: _value(hints.get(k, Any), v, f"{where}.{k}") for k, v in d.items()}
+
+
+def _value(hint: Any, v: Any, where: str) -> Any:
+    """`v` if it has the type `hint` (an int where a float is expected becomes a float)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if v is None and type(None) in args:
+            return None
+        for member in args:
+            try:
+                return _value(member, v, where)
+            except _WrongType:
+                continue
+        names = [getattr(a, "__name__", str(a)) for a in args if a is not type(None)]
+        names += ["null"] if type(None) in args else []
+        raise _WrongType(f"{where} must be {' or '.join(names)}, got {v!r}")
+    if origin is Literal:
+        if v not in args:
+            raise _WrongType(f"{where} must be one of {list(args)}, got {v!r}")
+        return v
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        if not isinstance(v, list | tuple):
+            raise _WrongType(f"{where} must be a list, got {v!r}")
+        return tuple(_value(args[0], x, f"{where}[{i}]") for i, x in enumerate(v))
+    checks = {
+        bool: ("true or false", lambda: isinstance(v, bool)),
+        int: ("an integer", lambda: isinstance(v, int) and not isinstance(v, bool)),
+        float: ("a number", lambda: isinstance(v, int | float) and not isinstance(v, bool)),
+        str: ("a string", lambda: isinstance(v, str)),
+    }
+    if hint in checks:
+        kind, ok = checks[hint]
+        if not ok():
+            raise _WrongType(f"{where} must be {kind}, got {v!r}")
+        return float(v) if hint is float else v
+    return v  # other types (a nested dataclass, a dict) are checked by the class itself
 
 
 def encoding_label(cfg: RunConfig) -> str:

@@ -21,6 +21,7 @@ from flax import nnx
 from tqdm.auto import tqdm
 
 from pe_research.config import RunConfig
+from pe_research.tasks import Batch, ByteLM, Task
 
 
 def bucket(width: int) -> int:
@@ -58,10 +59,37 @@ def eval_graphdef(cfg: RunConfig, graphdef: nnx.GraphDef) -> nnx.GraphDef:
     return new_graphdef
 
 
-def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
-    """jit(params_K, key, length, pad_to=static) -> metrics of each of K packed models.
+def length_keys(root: jax.Array, length: int | jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(data key, positions key) of evaluation length n: from the evaluation seed and n only."""
+    k_task, k_pos = jax.random.split(jax.random.fold_in(root, length))
+    return k_task, k_pos
 
-    Compiles once per `pad_to`; all K models are scored on the same batch.
+
+def eval_batch(
+    task: Task, key: jax.Array, batch_size: int, length: Any, *, pad_to: int, causal: bool
+) -> Batch:
+    """The evaluation batch of one length: `batch_size` sequences of exactly `length`, from the
+    task's held-out data. Built evaluation sets (pe_research.data) store exactly these."""
+    return task.held_out().sample(
+        key, batch_size, length, min_length=length, pad_to=pad_to, causal=causal
+    )
+
+
+def data_label(cfg: RunConfig) -> str:
+    """What evaluation reads when cfg.eval.data is unset: fresh samples, or a corpus split."""
+    if isinstance(cfg.task, ByteLM):
+        from pe_research.data import text
+
+        return text.describe(cfg.task.corpus, cfg.task.validation_fraction)
+    return f"sampled on the fly (eval seed {cfg.eval.seed})"
+
+
+def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
+    """jit(params_K, root_key, length, pad_to=static, batch=None) -> metrics of each of K
+    packed models, on `batch` (a built set's, padded to pad_to) or else a sampled one.
+
+    Compiles once per `pad_to`; all K models are scored on the same batch. For byte-level text
+    (byte_lm) the metrics include bits per byte: the loss in bits, as each token is one byte.
     """
     task, sampler, causal = cfg.task, cfg.eval_sampler, cfg.model.causal
     batch_size = cfg.eval.batch_size
@@ -75,17 +103,21 @@ def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
             jax.nn.log_softmax(logits_BLV), batch.targets[..., None], axis=-1
         )[..., 0]
         count = jnp.maximum(mask_BL.sum(), 1)
-        return {
+        out = {
             "token_accuracy": (correct_BL & mask_BL).sum() / count,
             "exact_match": jnp.mean(jnp.all(correct_BL | ~mask_BL, axis=1)),
             "loss": jnp.where(mask_BL, nll_BL, 0.0).sum() / count,
         }
+        if isinstance(task, ByteLM):
+            out["bits_per_byte"] = out["loss"] / jnp.log(2.0)
+        return out
 
-    def eval_fn(params_K: Any, key: jax.Array, length: jax.Array, pad_to: int):
-        k_task, k_pos = jax.random.split(key)
-        batch = task.sample(
-            k_task, batch_size, length, min_length=length, pad_to=pad_to, causal=causal
-        )
+    def eval_fn(
+        params_K: Any, root: jax.Array, length: jax.Array, pad_to: int, batch: Batch | None = None
+    ):
+        k_task, k_pos = length_keys(root, length)
+        if batch is None:
+            batch = eval_batch(task, k_task, batch_size, length, pad_to=pad_to, causal=causal)
         pos_BL = sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
         return jax.vmap(metrics, in_axes=(0, None, None))(params_K, batch, pos_BL)
 
@@ -96,15 +128,23 @@ def evaluate_packed(
     cfg: RunConfig, graphdef: nnx.GraphDef, params_K: Any, *, progress: bool = False
 ) -> list[list[dict[str, Any]]]:
     """For each of K packed models (leading axis of params_K), one row per evaluation length:
-    token accuracy, exact match, loss, bucket and timing."""
+    token accuracy, exact match, loss, bucket and timing, and the data scored: the built set
+    `cfg.eval.data` (read from cfg.eval.data_dir) or fresh samples."""
     eval_fn = make_eval_fn(cfg, graphdef)
+    eval_set = None
+    if cfg.eval.data is not None:
+        from pe_research.data import loader
+
+        eval_set = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir)
+    data = data_label(cfg) if eval_set is None else eval_set.label
     K = jax.tree.leaves(params_K)[0].shape[0]
     root = jax.random.key(cfg.eval.seed)
     widths = buckets(cfg)
     rows_K: list[list[dict[str, Any]]] = [[] for _ in range(K)]
     for n, pad_to in tqdm(widths.items(), desc="eval", disable=not progress, leave=False):
         t0 = time.perf_counter()
-        metrics = eval_fn(params_K, jax.random.fold_in(root, n), jnp.int32(n), pad_to=pad_to)
+        batch = None if eval_set is None else eval_set.batch(n, cfg.eval.batch_size, pad_to)
+        metrics = eval_fn(params_K, root, jnp.int32(n), pad_to=pad_to, batch=batch)
         metrics = jax.device_get(metrics)
         seconds = round(time.perf_counter() - t0, 3)
         for k in range(K):
@@ -115,6 +155,7 @@ def evaluate_packed(
                     "num_sequences": cfg.eval.batch_size,
                     "padded_to": pad_to,
                     "seconds": seconds,
+                    "data": data,
                 }
             )
     compiles = len(set(widths.values()))  # jit caches one program per width

@@ -6,6 +6,7 @@ plotted) or a dict metric -> number. Line plots draw it as a dotted line where p
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,16 +20,40 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-METRICS = {"token_accuracy": "token accuracy", "exact_match": "sequence exact match"}
+METRICS = {
+    "token_accuracy": "token accuracy",
+    "exact_match": "sequence exact match",
+    "bits_per_byte": "validation bits per byte (lower is better)",
+}
+FRACTIONS = {"token_accuracy", "exact_match"}
+"""Metrics in [0, 1], drawn on a fixed 0-1 scale; the others (bits per byte) scale to the data."""
 
 # task -> encoding -> evaluation length -> values (one per seed)
 Table = dict[str, dict[str, dict[int, list[float]]]]
 
 
+def without_failed(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of runs that finished; failed runs (see summary.failed_runs) have no numbers to
+    draw, so they are left out with a warning naming them."""
+    rows = list(rows)
+    failed = sorted({f"{r['task']} / {r['encoding']} seed {r['seed']}" for r in rows if _failed(r)})
+    if failed:
+        warnings.warn(
+            f"the plots leave out {len(failed)} failed run(s), which have no numbers: "
+            f"{'; '.join(failed)} (summary.md lists them with the step and reason).",
+            stacklevel=3,
+        )
+    return [r for r in rows if not _failed(r)]
+
+
+def _failed(row: dict[str, Any]) -> bool:
+    return row.get("failed_step") is not None
+
+
 def _check(rows: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
     if metric not in METRICS:
         raise ValueError(f"Unknown metric {metric!r}; choose one of {list(METRICS)}.")
-    rows = list(rows)
+    rows = without_failed(rows)
     if not rows:
         raise ValueError("No result rows to plot.")
     return rows
@@ -86,10 +111,15 @@ def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_ac
             ax.plot(lengths, level, color="black", linestyle=":", linewidth=1, label="chance")
         ax.set_title(task)
         ax.set_xlabel("evaluation length (symbols); dashed: training length")
-        ax.set_ylim(-0.02, 1.02)
+        if metric in FRACTIONS:
+            ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(METRICS[metric])
-    axes[0][-1].legend(fontsize=8, loc="best")
+    # Beside the panels, not over them, the figure widened to hold it: labels with
+    # evaluation-time scalings are long.
+    legend = axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    legend_width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
+    fig.set_figwidth(fig.get_figwidth() + legend_width)
     fig.tight_layout()
     return fig
 
@@ -107,6 +137,8 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy
     width = max(3.0, 0.55 * max(cols for _, cols in sizes) + 1.8)
     height = max(2.4, 0.4 * max(encs for encs, _ in sizes) + 1.4)
     fig, axes = _panels(len(task_names), width, height)
+    values = np.array([row[metric] for row in rows], dtype=float)
+    vmin, vmax = (0.0, 1.0) if metric in FRACTIONS else (np.nanmin(values), np.nanmax(values))
     for ax, task in zip(axes[0], task_names, strict=True):
         encodings = sorted(table[task])
         lengths = sorted({n for by_length in table[task].values() for n in by_length})
@@ -115,17 +147,23 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy
             for i, n in enumerate(lengths):
                 if values := table[task][enc].get(n):
                     mean_EN[e, i] = np.mean(values)
-        image = ax.imshow(mean_EN, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        image = ax.imshow(mean_EN, vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
         for (e, i), value in np.ndenumerate(mean_EN):
             if np.isfinite(value):
                 # Dark text on the bright end of viridis, light text elsewhere.
-                color = "black" if value > 0.6 else "white"
+                color = "black" if value > vmin + 0.6 * (vmax - vmin) else "white"
                 ax.text(i, e, f"{value:.2f}", ha="center", va="center", fontsize=7, color=color)
         ax.set_xticks(range(len(lengths)), [str(n) for n in lengths])
         ax.set_yticks(range(len(encodings)), encodings)
         ax.set_xlabel("evaluation length (symbols)")
         ax.set_title(task)
         fig.colorbar(image, ax=ax, label=f"{METRICS[metric]} (mean over seeds)", shrink=0.9)
+    # Widen the figure for encoding labels longer than the width budgeted for them (labels with
+    # evaluation-time scalings are long).
+    renderer = fig.canvas.get_renderer()
+    for ax in axes[0]:
+        label_width = max(t.get_window_extent(renderer).width for t in ax.get_yticklabels())
+        fig.set_figwidth(fig.get_figwidth() + max(0.0, label_width / fig.dpi - 0.9))
     fig.tight_layout()
     return fig
 
@@ -143,13 +181,19 @@ def save(fig: Figure, path) -> None:
 def write_figures(
     rows: Iterable[dict[str, Any]], out_dir: Path | str, formats: Iterable[str] = ("png", "pdf")
 ) -> list[Path]:
-    """Every kind of figure for every metric, in each format: OUT_DIR/<kind>_<metric>.<format>."""
-    rows = list(rows)
+    """Every kind of figure for every metric the rows carry, in each format:
+    OUT_DIR/<kind>_<metric>.<format>. Failed runs are left out, with a warning; none are
+    written if every run failed."""
+    rows = without_failed(rows)
+    if not rows:
+        return []
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for kind, figure in FIGURES.items():
         for metric in METRICS:
+            if not all(metric in row for row in rows):
+                continue
             fig = figure(rows, metric)
             for fmt in formats:
                 paths.append(out_dir / f"{FIGURE_STEMS[kind]}_{metric}.{fmt}")

@@ -2,8 +2,10 @@
 
 Each run gets a deterministic directory derived from its config, and a finished run (DONE) is
 skipped, so rerunning the same command after an interruption completes the sweep; a run killed
-half-way (no DONE) is redone from scratch. Runs that differ only in their seed are trained
-together (`train.train_group`).
+half-way (no DONE) is trained again. A run whose loss diverged is marked FAILED and counts as
+finished (shown as failed in the summary, retried only with `retry_failed`); the sweep goes on
+with the next group. Runs that differ only in their seed are trained together
+(`train.train_group`).
 
 Several processes can share one output folder: each run is claimed (results.try_claim) before
 training, and a run claimed by a live process is left to it. Several hosts split the grid into
@@ -58,9 +60,16 @@ def experiment_runs(module: ModuleType, scale: str | None = None) -> list[RunCon
         presets = getattr(module, "SCALES", None)
         if presets is not None and scale not in presets:
             raise ValueError(
-                f"{module.__file__} has no scale {scale!r}; it has: {', '.join(presets)}."
+                f"{module.__file__} has no scale {scale!r}; it has: {', '.join(presets)}. Pass "
+                "one of them to --scale, or no --scale for its CPU size."
             )
-        configs = list(module.runs(scale=scale))
+        try:
+            configs = list(module.runs(scale=scale))
+        except KeyError as e:
+            raise ValueError(
+                f"{module.__file__}: runs(scale={scale!r}) does not know that scale ({e}); "
+                "pass one it knows to --scale, or no --scale for its CPU size."
+            ) from None
     else:
         raise ValueError(f"{module.__file__}: runs() takes no scale; drop --scale.")
     if not configs:
@@ -141,17 +150,33 @@ class SweepResult:
     dirs: list[Path]
     """Every run of the experiment, in config order."""
     trained: list[Path]
-    """Runs this process trained."""
+    """Runs this process trained to the end (DONE)."""
     claimed_by_others: dict[Path, str]
     """Runs left unfinished to the live processes that claimed them -> who."""
+    failed: list[Path] = dataclasses.field(default_factory=list)
+    """Runs this process trained that failed (their loss diverged: results.mark_failed)."""
+    unfinished: list[Path] = dataclasses.field(default_factory=list)
+    """Runs this process started whose group stopped (TrainingDiverged) before they finished or
+    were marked failed: the next run of the sweep trains them again."""
 
     @property
     def finished(self) -> list[Path]:
-        return [d for d in self.dirs if results.is_done(d)]
+        """Runs that are done or failed: neither is trained again by a rerun."""
+        return [d for d in self.dirs if is_finished(d)]
+
+    @property
+    def failed_runs(self) -> list[Path]:
+        """Every failed run of the experiment (this process's and earlier ones)."""
+        return [d for d in self.dirs if is_finished(d) and not results.is_done(d)]
 
     @property
     def complete(self) -> bool:
-        return all(results.is_done(d) for d in self.dirs)
+        return all(is_finished(d) for d in self.dirs)
+
+
+def is_finished(run_dir: Path) -> bool:
+    """Done, or failed for good (deterministic: rerunning it would fail the same way)."""
+    return results.is_done(run_dir) or results.is_failed(run_dir)
 
 
 def run_sweep(
@@ -160,8 +185,16 @@ def run_sweep(
     *,
     shard: tuple[int, int] = (0, 1),
     progress: bool = True,
+    retry_failed: bool = False,
+    checkpoint_every: int = train.CHECKPOINT_EVERY,
 ) -> SweepResult:
-    """Train every run of this shard that is neither finished nor claimed by a live process."""
+    """Train every run of this shard that is neither finished nor claimed by a live process.
+
+    A failed run (its loss diverged; results.mark_failed) is finished: it is not trained again,
+    since it would fail the same way, unless `retry_failed`. A group whose training raises
+    train.TrainingDiverged does not stop the sweep: the runs it marked failed stay failed, and
+    its other unfinished runs are trained again by the next run of the sweep.
+    """
     root = Path(root)
     for cfg in configs:
         cfg.check()  # fail before any training, not halfway through the sweep
@@ -177,12 +210,26 @@ def run_sweep(
     groups = group_by_seed(configs)
     mine = shard_of(groups, *shard)
     runs = [i for group in mine for i in group]
-    todo = [i for i in runs if not results.is_done(dirs[i])]
+    for i in runs:  # a finished run is only skipped if it really is this run
+        if is_finished(dirs[i]):
+            results.check_same_config(dirs[i], configs[i])
+
+    def skip(i: int) -> bool:
+        return results.is_done(dirs[i]) or (results.is_failed(dirs[i]) and not retry_failed)
+
+    todo = [i for i in runs if not skip(i)]
+    failed_before = [i for i in runs if results.is_failed(dirs[i]) and not results.is_done(dirs[i])]
     where = f"Shard {shard[0]}/{shard[1]}: " if shard[1] > 1 else ""
     print(f"{where}{len(runs) - len(todo)} of {len(runs)} runs already finished; skipping them.")
+    if failed_before and retry_failed:
+        print(f"Training {_runs(len(failed_before))} that failed before again (--retry-failed).")
+    elif failed_before:
+        print(
+            f"Of these, {_runs(len(failed_before))} failed (see summary.md); they would fail the "
+            "same way, so they are not trained again: pass --retry-failed to do it anyway."
+        )
 
-    trained: list[Path] = []
-    others: dict[Path, str] = {}
+    out = SweepResult(dirs, [], {})
     todo_set = set(todo)
     t0 = time.perf_counter()
     bar = tqdm(total=len(todo), desc="sweep", disable=not progress)
@@ -190,43 +237,96 @@ def run_sweep(
         claimed = []
         try:
             for i in group:
-                if results.is_done(dirs[i]):
+                if skip(i):
                     continue
                 if not results.try_claim(dirs[i]):
-                    others[dirs[i]] = results.claim_holder(dirs[i]) or "a process now finished"
-                elif results.is_done(dirs[i]):  # finished by its holder since we looked
+                    holder = results.claim_holder(dirs[i]) or "a process now finished"
+                    out.claimed_by_others[dirs[i]] = holder
+                elif skip(i):  # finished by its holder since we looked
                     results.release(dirs[i])
                 else:
                     claimed.append(i)
             if claimed:
-                t_group = time.perf_counter()
-                train.train_group(
-                    [configs[i] for i in claimed], [dirs[i] for i in claimed], progress=progress
+                _train_claimed(
+                    configs, dirs, claimed, root, len(todo), out, progress, checkpoint_every
                 )
-                seconds = time.perf_counter() - t_group
-                together = f" for {len(claimed)} runs trained together" if len(claimed) > 1 else ""
-                for i in claimed:
-                    trained.append(dirs[i])
-                    rows = results.read_jsonl(dirs[i] / results.EVAL)
-                    accuracy = " ".join(f"{r['length']}:{r['token_accuracy']:.2f}" for r in rows)
-                    tqdm.write(
-                        f"[{len(trained)}/{len(todo)}] {dirs[i].relative_to(root)} "
-                        f"({seconds:.0f} s{together}) "
-                        f"token accuracy by length {accuracy}"
-                    )
         finally:
             for i in claimed:
                 results.release(dirs[i])
         bar.update(sum(i in todo_set for i in group))
     bar.close()
-    if trained:
-        print(f"Trained {_runs(len(trained))} in {time.perf_counter() - t0:.0f} s.")
-    others = {d: holder for d, holder in others.items() if not results.is_done(d)}
+    _report(out, time.perf_counter() - t0)
+    return out
+
+
+def _train_claimed(
+    configs: list[RunConfig],
+    dirs: list[Path],
+    claimed: list[int],
+    root: Path,
+    total: int,
+    out: SweepResult,
+    progress: bool,
+    checkpoint_every: int,
+) -> None:
+    """Train one group's claimed runs; sort them into trained, failed and unfinished."""
+    for i in claimed:  # a retried run starts over: its old failure no longer stands
+        results.clear_failure(dirs[i])
+    t_group = time.perf_counter()
+    stopped = None
+    try:
+        train.train_group(
+            [configs[i] for i in claimed],
+            [dirs[i] for i in claimed],
+            progress=progress,
+            checkpoint_every=checkpoint_every,
+        )
+    except train.TrainingDiverged as e:
+        stopped = str(e).rstrip(".")
+    seconds = time.perf_counter() - t_group
+    together = f" for {len(claimed)} runs trained together" if len(claimed) > 1 else ""
+    left = []
+    for i in claimed:
+        d = dirs[i]
+        count = f"[{len(out.trained) + len(out.failed) + 1}/{total}] {d.relative_to(root)}"
+        if results.is_done(d):
+            out.trained.append(d)
+            rows = results.read_jsonl(d / results.EVAL)
+            accuracy = " ".join(f"{r['length']}:{r['token_accuracy']:.2f}" for r in rows)
+            tqdm.write(f"{count} ({seconds:.0f} s{together}) token accuracy by length {accuracy}")
+        elif (record := results.failure(d)) is not None:
+            out.failed.append(d)
+            tqdm.write(f"{count} FAILED at step {record['step']}: {record['reason']}")
+        else:
+            left.append(d)
+    out.unfinished += left
+    if stopped is not None and left:
+        tqdm.write(
+            f"Training stopped ({stopped}); {_runs(len(left))} of the group left unfinished, "
+            "to be trained again when the sweep is rerun: "
+            + ", ".join(str(d.relative_to(root)) for d in left)
+        )
+
+
+def _report(out: SweepResult, seconds: float) -> None:
+    if out.trained:
+        print(f"Trained {_runs(len(out.trained))} in {seconds:.0f} s.")
+    if out.failed:
+        print(
+            f"{_runs(len(out.failed))} failed (listed in summary.md; a rerun does not train them "
+            "again unless --retry-failed):"
+        )
+        for d in out.failed:
+            record = results.failure(d) or {}
+            print(f"  {d}: step {record.get('step')}: {record.get('reason')}")
+    if out.unfinished:
+        print(f"{_runs(len(out.unfinished))} left unfinished: rerun the sweep to train them.")
+    others = {d: h for d, h in out.claimed_by_others.items() if not is_finished(d)}
+    out.claimed_by_others = others
     if others:
         print(f"Left {_runs(len(others))} to the processes that claimed them:")
         for d, holder in others.items():
             print(f"  {d} ({holder}; if that process is gone, delete {d / results.LOCK})")
-    return SweepResult(dirs, trained, others)
 
 
 def _runs(n: int) -> str:

@@ -24,7 +24,7 @@ import optax
 from flax import nnx
 from tqdm.auto import tqdm
 
-from pe_research import evaluate, results
+from pe_research import checkpoints, evaluate, results
 from pe_research.config import RunConfig, TrainConfig
 from pe_research.model import Transformer
 from pe_research.tasks import Batch
@@ -46,6 +46,10 @@ class Keys(NamedTuple):
 
 class TrainingDiverged(FloatingPointError):
     pass
+
+
+CHECKPOINT_EVERY = 100
+"""Default steps between checkpoints (and one at the end of training)."""
 
 
 def keys_from_seed(seed: int) -> Keys:
@@ -180,6 +184,16 @@ def init_model_shape(cfg: RunConfig) -> nnx.GraphDef:
     return nnx.split(model)[0]
 
 
+def _with_model_axis(step):
+    """A one-model step on state and keys carrying a model axis of size 1."""
+
+    def packed_step(state: TrainState, data_keys: jax.Array, pos_keys: jax.Array):
+        state, metrics = step(jax.tree.map(lambda x: x[0], state), data_keys[0], pos_keys[0])
+        return jax.tree.map(lambda x: x[None], (state, metrics))
+
+    return packed_step
+
+
 def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
     """Initialise one model per seed, packed on a leading axis, and compile their joint step."""
     keys = _stack([keys_from_seed(s) for s in seeds])
@@ -194,20 +208,48 @@ def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
     state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
     data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))
     t0 = time.perf_counter()
-    step = jax.jit(jax.vmap(make_step(cfg, graphdef, place.batch)), donate_argnums=0)
+    step = make_step(cfg, graphdef, place.batch)
+    if len(seeds) == 1:  # one model: no vmap, which cost ~10% of CPU time on small models
+        step = _with_model_axis(step)
+    else:
+        step = jax.vmap(step)
+    step = jax.jit(step, donate_argnums=0)
     step = step.lower(state, data_keys, pos_keys).compile()
     return Program(graphdef, state, data_keys, pos_keys, step, time.perf_counter() - t0)
 
 
 def train(
-    cfg: RunConfig, run_dir: Path | str, *, overwrite: bool = False, progress: bool = True
+    cfg: RunConfig,
+    run_dir: Path | str,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    checkpoint_every: int = CHECKPOINT_EVERY,
 ) -> tuple[nnx.GraphDef, Any]:
     """Train, evaluate and write a complete run directory; returns (graphdef, params).
 
-    Writes config.json first, metrics.jsonl while training, eval.jsonl after, DONE last.
+    Writes config.json first, metrics.jsonl and checkpoints while training, eval.jsonl after,
+    DONE last. An interrupted run in `run_dir` with the same config resumes from its newest
+    checkpoint. TrainingDiverged if the loss becomes NaN or inf (the run is marked failed).
     """
-    graphdef, params_K = train_group([cfg], [run_dir], overwrite=overwrite, progress=progress)
+    graphdef, params_K = train_group(
+        [cfg],
+        [run_dir],
+        overwrite=overwrite,
+        progress=progress,
+        checkpoint_every=checkpoint_every,
+    )
     return graphdef, jax.tree.map(lambda x: x[0], params_K)
+
+
+def _resumable(run_dir: Path, cfg: RunConfig) -> bool:
+    """Whether `run_dir` holds an unfinished run of `cfg` with at least one checkpoint."""
+    if results.is_done(run_dir) or results.is_failed(run_dir) or not checkpoints.steps(run_dir):
+        return False
+    try:
+        return results.load_config(run_dir) == cfg
+    except (ValueError, FileNotFoundError):
+        return False
 
 
 def train_group(
@@ -216,15 +258,21 @@ def train_group(
     *,
     overwrite: bool = False,
     progress: bool = True,
+    checkpoint_every: int = CHECKPOINT_EVERY,
 ) -> tuple[nnx.GraphDef, Any]:
     """Train runs that share a `group_key` as one program: one model per distinct seed, the
     seeds packed under jax.vmap; then evaluate each run (with its own eval_encoding, if any).
 
     Each seed's numbers equal training it alone (up to float reassociation), and runs that
     differ only in their evaluation encoding share one training. Each run directory gets its own
-    config.json, metrics.jsonl, eval.jsonl and DONE. On several local devices the seeds (or else
-    the batch) are spread over them. Returns (graphdef, params_K) for the distinct seeds in
-    ascending order.
+    config.json, metrics.jsonl, checkpoints/, eval.jsonl and DONE. If every run directory holds
+    an unfinished run of its config with checkpoints, training resumes from the newest step
+    that all of them checkpointed, and repeats the uninterrupted run bit for bit.
+
+    A run whose loss becomes NaN or inf is marked failed (results.mark_failed, with the step)
+    and gets no evaluation; the others train on. TrainingDiverged if every run failed. On
+    several local devices the seeds (or else the batch) are spread over them. Returns
+    (graphdef, params_K) for the distinct seeds in ascending order.
     """
     key = group_key(cfgs[0])
     if any(group_key(c) != key for c in cfgs[1:]):
@@ -233,10 +281,15 @@ def train_group(
         )
     for c in cfgs:
         c.check()
+    if checkpoint_every < 1:
+        raise ValueError(f"checkpoint_every must be >= 1 step, got {checkpoint_every}.")
     cfg = dataclasses.replace(cfgs[0], eval_encoding=None)
     seeds = sorted({c.seed for c in cfgs})
+    resume = not overwrite and all(
+        _resumable(Path(d), c) for c, d in zip(cfgs, run_dirs, strict=True)
+    )
     run_dirs = [
-        results.prepare(Path(d), c, overwrite=overwrite)
+        results.prepare(Path(d), c, overwrite=overwrite, resume=resume)
         for c, d in zip(cfgs, run_dirs, strict=True)
     ]
     K = len(seeds)
@@ -245,11 +298,29 @@ def train_group(
     prog = build_program(cfg, seeds)
     graphdef, state, step_fn, compile_s = prog.graphdef, prog.state, prog.step, prog.compile_s
     data_keys, pos_keys = prog.data_keys, prog.pos_keys
+    model_of = [seeds.index(c.seed) for c in cfgs]  # run -> its model in the pack
+    run_keys = [
+        {"data": data_keys[k], "positions": pos_keys[k]} for k in model_of
+    ]  # what a checkpoint must hold: the data and position streams of the run's seed
+
+    log_every, steps = cfg.train.log_every, cfg.train.steps
+    start = 0
+    if resume:
+        like = jax.tree.map(lambda x: x[0], state)
+        found = checkpoints.restore_latest(run_dirs, [like] * len(cfgs), run_keys)
+        if found is not None:
+            start, states = found
+            for d in run_dirs:
+                checkpoints.discard_after(d, start)
+            where = ", ".join(str(d) for d in run_dirs)
+            tqdm.write(f"Resuming {where} from its checkpoint at step {start} of {steps}.")
+            per_model = [states[model_of.index(k)] for k in range(K)]
+            state = jax.device_put(_stack(per_model), jax.tree.map(lambda x: x.sharding, state))
     width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
     tokens_per_step = K * cfg.train.batch_size * width
-    log_every, steps = cfg.train.log_every, cfg.train.steps
-    last = {"step": 0, "time": time.perf_counter()}
+    last = {"step": start, "time": time.perf_counter()}
     t_start = last["time"]
+    failed: dict[int, int] = {}  # run -> step its loss was first seen non-finite
 
     def write(files, step: int, metrics_K: dict) -> dict:
         """Fetch metrics of `step` (one step late) and append a row to each metrics.jsonl."""
@@ -257,9 +328,10 @@ def train_group(
         now = time.perf_counter()
         tok_s = (step - last["step"]) * tokens_per_step / (now - last["time"])
         last.update(step=step, time=now)
-        for c, f, run_dir in zip(cfgs, files, run_dirs, strict=True):
-            k = seeds.index(c.seed)
-            row = {"step": step, **{name: float(v[k]) for name, v in metrics_K.items()}}
+        for r, (f, run_dir) in enumerate(zip(files, run_dirs, strict=True)):
+            if r in failed:
+                continue
+            row = {"step": step, **{name: float(v[model_of[r]]) for name, v in metrics_K.items()}}
             # Throughput of the whole packed program, shared by its K runs.
             row.update(tokens_per_s=round(tok_s, 1), elapsed_s=round(now - t_start, 3))
             if K > 1:
@@ -267,20 +339,41 @@ def train_group(
             if step <= log_every:
                 row["compile_s"] = round(compile_s, 3)
             if not math.isfinite(row["loss"]):
-                raise TrainingDiverged(
-                    f"loss became {row['loss']} by step {step} of {run_dir}; lower "
-                    f"learning_rate (now {cfg.train.learning_rate}) or raise warmup_steps."
+                failed[r] = step
+                results.mark_failed(
+                    run_dir,
+                    step=step,
+                    reason=f"loss became {row['loss']} by step {step}; lower learning_rate "
+                    f"(now {cfg.train.learning_rate}) or raise warmup_steps",
                 )
             f.write(json.dumps(row) + "\n")
             f.flush()
+        if len(failed) == len(run_dirs):
+            raise TrainingDiverged(
+                f"loss became non-finite by step {step} in every run of "
+                f"{', '.join(str(d) for d in run_dirs)}; lower learning_rate (now "
+                f"{cfg.train.learning_rate}) or raise warmup_steps."
+            )
         return row
+
+    def save_checkpoints(step: int) -> None:
+        for r, (mgr, keys) in enumerate(zip(managers, run_keys, strict=True)):
+            if r not in failed:
+                k = model_of[r]
+                checkpoints.save(mgr, step, jax.tree.map(lambda x, k=k: x[k], state), keys)
 
     pending = None
     desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{K} seeds" if K > 1 else "")
     with contextlib.ExitStack() as stack:
-        files = [stack.enter_context(open(d / results.METRICS, "w")) for d in run_dirs]
-        bar = stack.enter_context(tqdm(total=steps, desc=desc, disable=not progress, leave=False))
-        for i in range(steps):
+        files = [stack.enter_context(_open_metrics(d / results.METRICS, start)) for d in run_dirs]
+        managers = [checkpoints.manager(d) for d in run_dirs]
+        for mgr in managers:
+            stack.callback(mgr.close)
+            stack.callback(mgr.wait_until_finished)
+        bar = stack.enter_context(
+            tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False)
+        )
+        for i in range(start, steps):
             state, metrics = step_fn(state, data_keys, pos_keys)
             if pending is not None:
                 row = write(files, *pending)
@@ -292,6 +385,11 @@ def train_group(
                 pending = None
             if (i + 1) % log_every == 0 or i + 1 == steps:
                 pending = (i + 1, metrics)
+            if (i + 1) % checkpoint_every == 0 or i + 1 == steps:
+                if pending is not None:  # rows up to a checkpoint are on disk before it
+                    write(files, *pending)
+                    pending = None
+                save_checkpoints(i + 1)
             bar.update(1)
         if pending is not None:
             write(files, *pending)
@@ -300,8 +398,18 @@ def train_group(
     for eval_encoding in dict.fromkeys(c.eval_encoding for c in cfgs):
         eval_cfg = dataclasses.replace(cfg, eval_encoding=eval_encoding)
         rows_K = evaluate.evaluate_packed(eval_cfg, graphdef, state.params, progress=progress)
-        for c, run_dir in zip(cfgs, run_dirs, strict=True):
-            if c.eval_encoding == eval_encoding:
-                results.write_jsonl(run_dir / results.EVAL, rows_K[seeds.index(c.seed)])
+        for r, (c, run_dir) in enumerate(zip(cfgs, run_dirs, strict=True)):
+            if c.eval_encoding == eval_encoding and r not in failed:
+                results.write_jsonl(run_dir / results.EVAL, rows_K[model_of[r]])
                 results.mark_done(run_dir)
     return graphdef, state.params
+
+
+def _open_metrics(path: Path, start: int):
+    """metrics.jsonl for appending rows after step `start`: rows of later steps (logged after
+    the checkpoint a run resumes from) are dropped first, so the file reads as one run."""
+    if start == 0:
+        return open(path, "w")
+    rows = [r for r in results.read_jsonl(path) if r["step"] <= start] if path.exists() else []
+    results.write_jsonl(path, rows)
+    return open(path, "a")

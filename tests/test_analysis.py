@@ -1,6 +1,7 @@
 """Analysis of trained runs: a clear error for unfinished runs, and the command end to end."""
 
 import re
+import shutil
 
 import jax
 import numpy as np
@@ -34,12 +35,21 @@ def test_analyze_a_tiny_rope_run(tmp_path, capsys):
     graphdef, params = train.train(TINY, run, progress=False)
     cli.main(["analyze", str(run)])
     printed = capsys.readouterr().out
-    # The retrained model reproduces the logged training exactly.
-    assert "training metrics: accuracy 0, grad_norm 0, loss 0." in printed
+    assert f"Parameters: the run's checkpoint at step {TINY.train.steps}." in printed
     assert "Frequency usage (Barbero et al. 2025)" in printed
     for name in ("attention_1x.png", "attention_4x.png", "frequency_usage.png", "summary.txt"):
         assert (run / "analysis" / name).stat().st_size > 0, name
     assert results.find_runs([tmp_path]) == [run]  # the analysis folder is not a run
+    _, loaded, _ = analysis.trained_model(run, TINY)
+    for a, b in zip(jax.tree.leaves(loaded), jax.tree.leaves(params), strict=True):
+        np.testing.assert_array_equal(a, b)  # the checkpoint holds the trained parameters
+
+    # A run without checkpoints (older code) is retrained with the same program, exactly.
+    shutil.rmtree(run / "checkpoints")
+    _, retrained, source = analysis.trained_model(run, TINY)
+    assert "largest difference from the run's logged training metrics: accuracy 0, " in source
+    for a, b in zip(jax.tree.leaves(retrained), jax.tree.leaves(params), strict=True):
+        np.testing.assert_array_equal(a, b)
 
     mismatches = re.findall(r"recomputed attention matches the model to (\S+)\.", printed)
     assert len(mismatches) == 2 and all(float(m) < 1e-5 for m in mismatches)

@@ -1,8 +1,10 @@
 """The sweep runner: grouping, shards, claims, resumption and the summary files."""
 
 import csv
+import errno
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -64,7 +66,7 @@ def fake_run(run_dir, cfg, value, *, done=True):
 def fake_train_group(calls):
     """Stands in for train.train_group: records each call and the claims held during it."""
 
-    def train_group(cfgs, run_dirs, *, progress=True):
+    def train_group(cfgs, run_dirs, *, progress=True, checkpoint_every=None):
         calls.append(
             {
                 "seeds": [c.seed for c in cfgs],
@@ -163,13 +165,59 @@ def test_runs_differing_only_in_seed_train_together_and_unfinished_runs_are_redo
 
 
 def test_claims_are_released_when_training_fails(tmp_path, monkeypatch):
-    def diverge(cfgs, run_dirs, *, progress=True):
-        raise train.TrainingDiverged("loss became nan")
+    def full_disk(cfgs, run_dirs, *, progress=True, checkpoint_every=None):
+        raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(train, "train_group", diverge)
-    with pytest.raises(train.TrainingDiverged):
+    monkeypatch.setattr(train, "train_group", full_disk)
+    with pytest.raises(OSError, match="No space left"):
         sweep.run_sweep([tiny()], tmp_path, progress=False)
     assert not list(tmp_path.rglob(results.LOCK))
+
+
+def test_a_diverged_group_does_not_stop_the_sweep(tmp_path, monkeypatch, capsys):
+    """Seed 0 of the first group diverges (marked failed), seed 1 is cut short with it (left
+    unfinished); the next group trains; a rerun redoes only the unfinished run; --retry-failed
+    trains the failed one again."""
+    cfgs = [tiny(encoding=e, seed=s) for e in ("nope", "rope") for s in (0, 1)]
+    dirs = [sweep.run_dir_for(tmp_path, c) for c in cfgs]
+    calls = []
+    normal = fake_train_group(calls)
+
+    def train_group(group, run_dirs, *, progress=True, checkpoint_every=None):
+        if any(c.encoding.label() == "nope" for c in group) and len(calls) < 2:
+            calls.append({"seeds": [c.seed for c in group]})
+            results.prepare(run_dirs[0], group[0])
+            results.mark_failed(run_dirs[0], step=2, reason="loss became nan")
+            raise train.TrainingDiverged("loss became nan by step 2")
+        normal(group, run_dirs, progress=progress)
+
+    monkeypatch.setattr(train, "train_group", train_group)
+    done = sweep.run_sweep(cfgs, tmp_path, progress=False)
+    out = capsys.readouterr().out
+    assert done.failed == [dirs[0]] and done.unfinished == [dirs[1]]
+    assert done.trained == dirs[2:] and not done.complete
+    assert "FAILED at step 2: loss became nan" in out and "left unfinished" in out
+    assert not list(tmp_path.rglob(results.LOCK))
+
+    done = sweep.run_sweep(cfgs, tmp_path, progress=False)  # only the unfinished run
+    assert done.trained == [dirs[1]] and done.complete and done.failed_runs == [dirs[0]]
+    assert calls[-1] == {"seeds": [1], "encodings": {"nope"}, "claimed": True}
+    assert "Of these, 1 run failed" in capsys.readouterr().out
+
+    done = sweep.run_sweep(cfgs, tmp_path, progress=False, retry_failed=True)
+    assert done.trained == [dirs[0]] and not done.failed_runs
+    assert not results.is_failed(dirs[0]) and "--retry-failed" in capsys.readouterr().out
+
+
+def test_a_finished_run_of_another_config_is_refused(tmp_path):
+    cfg = tiny()
+    run_dir = sweep.run_dir_for(tmp_path, cfg)
+    fake_run(run_dir, cfg, 0.5)
+    edited = json.loads((run_dir / results.CONFIG).read_text())
+    edited["model"]["d_model"] = 32
+    (run_dir / results.CONFIG).write_text(json.dumps(edited))
+    with pytest.raises(ValueError, match=r"model.d_model: 32 in the file, 16 expected.*Delete"):
+        sweep.run_sweep([cfg], tmp_path, progress=False)
 
 
 def test_a_run_claimed_by_a_live_process_is_left_to_it(tmp_path, monkeypatch, capsys):
@@ -257,7 +305,7 @@ def test_bad_sweep_input_exits_with_a_message(tmp_path, capsys, argv, message):
 
 def trained_runs(output):
     """Run directories a sweep process reports as trained by it ("[k/n] task/enc/seedN-hash")."""
-    return [line.split()[1] for line in output.splitlines() if line.startswith("[")]
+    return [line.split()[1] for line in output.splitlines() if re.match(r"\[\d+/\d+\] ", line)]
 
 
 def run_together(commands, cwd, timeout=120):

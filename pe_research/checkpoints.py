@@ -1,0 +1,122 @@
+"""Orbax checkpoints of a run: parameters, optimizer state, step and RNG keys.
+
+Each run directory keeps its own model's checkpoints in `checkpoints/<step>/`, saved every N
+steps and at the end, the last few kept. Orbax writes a checkpoint to a temporary folder and
+renames it when complete, so a process killed mid-save leaves the previous checkpoints intact
+(the temporary folder is cleared on the next start). Batches and positions are functions of
+(seed, step), so step and keys are the whole data and RNG state: a resumed run repeats the
+uninterrupted one bit for bit.
+
+A checkpoint that cannot be read back (truncated or corrupted files) is reported and skipped;
+training resumes from the newest one that reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+
+from pe_research import results
+
+DIR = results.CHECKPOINTS
+KEEP = 3
+
+# Orbax logs every save at INFO through absl; a run saves often, so keep it to warnings.
+logging.getLogger("absl").setLevel(logging.WARNING)
+
+
+def manager(run_dir: Path, *, keep: int = KEEP) -> ocp.CheckpointManager:
+    return ocp.CheckpointManager(
+        (Path(run_dir) / DIR).absolute(),
+        options=ocp.CheckpointManagerOptions(
+            max_to_keep=keep, cleanup_tmp_directories=True, create=True
+        ),
+    )
+
+
+def _item(state: Any, keys: dict[str, jax.Array]) -> dict[str, Any]:
+    return {"state": state, "keys": {name: jax.random.key_data(k) for name, k in keys.items()}}
+
+
+def save(mgr: ocp.CheckpointManager, step: int, state: Any, keys: dict[str, jax.Array]) -> None:
+    """Save one model's host copy of `state` (its arrays fetched first, so the caller may donate
+    the device buffers to the next step right away) and its RNG keys, as step `step`."""
+    host = jax.device_get(_item(state, keys))
+    mgr.save(step, args=ocp.args.StandardSave(host), force=True)
+
+
+def steps(run_dir: Path) -> list[int]:
+    """Steps of the complete checkpoints of a run, oldest first. Only reads the folder (orbax
+    renames a checkpoint to its step number once complete), so another process may be saving."""
+    folder = Path(run_dir) / DIR
+    if not folder.is_dir():
+        return []
+    return sorted(int(p.name) for p in folder.iterdir() if p.is_dir() and p.name.isdigit())
+
+
+def discard_after(run_dir: Path, step: int) -> None:
+    """Delete the checkpoints of steps after `step` (unreadable ones a resumed run skipped; it
+    writes them again)."""
+    for later in (s for s in steps(run_dir) if s > step):
+        shutil.rmtree(Path(run_dir) / DIR / str(later))
+
+
+def restore(run_dir: Path, step: int, like_state: Any, keys: dict[str, jax.Array]) -> Any:
+    """One model's state at `step`, shaped like `like_state`.
+
+    ValueError if the checkpoint cannot be read, or holds another seed's keys.
+    """
+    abstract = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), _item(like_state, keys)
+    )
+    mgr = manager(run_dir)
+    try:
+        item = mgr.restore(step, args=ocp.args.StandardRestore(abstract))
+    except Exception as e:  # orbax and tensorstore raise many kinds on damaged files
+        raise ValueError(
+            f"checkpoint {step} of {run_dir} cannot be read ({type(e).__name__}: {e})"[:400]
+        ) from None
+    finally:
+        mgr.close()
+    for name, k in keys.items():
+        if not np.array_equal(item["keys"][name], np.asarray(jax.random.key_data(k))):
+            raise ValueError(
+                f"checkpoint {step} of {run_dir} holds another seed's {name} key: the run "
+                "directory was copied from another run. Delete its checkpoints/ to start over."
+            )
+    if int(item["state"].step) != step:
+        raise ValueError(f"checkpoint {step} of {run_dir} holds step {int(item['state'].step)}")
+    return item["state"]
+
+
+def restore_latest(
+    run_dirs: list[Path], like_states: list[Any], keys: list[dict[str, jax.Array]]
+) -> tuple[int, list[Any]] | None:
+    """The newest step checkpointed by every run that all of them read back, and their states;
+    None if there is none. Unreadable checkpoints are reported (a warning) and skipped."""
+    common = set.intersection(*(set(steps(d)) for d in run_dirs))
+    for step in sorted(common, reverse=True):
+        try:
+            states = [
+                restore(d, step, s, k) for d, s, k in zip(run_dirs, like_states, keys, strict=True)
+            ]
+        except ValueError as e:
+            warnings.warn(f"{e}; trying the previous checkpoint.", stacklevel=2)
+            continue
+        return step, states
+    return None
+
+
+def load_params(run_dir: Path, like_state: Any, keys: dict[str, jax.Array]) -> Any:
+    """The parameters of a run's newest readable checkpoint (its final one once it is done)."""
+    found = restore_latest([Path(run_dir)], [like_state], [keys])
+    if found is None:
+        raise FileNotFoundError(f"{run_dir} has no readable checkpoint in {DIR}/.")
+    return found[1][0].params

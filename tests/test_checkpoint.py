@@ -1,0 +1,155 @@
+"""Preemption: kill -9 at a random moment, rerun the same command, get the same numbers.
+
+Faults injected here: SIGKILL of `pe-research train` and of `pe-research sweep` while they
+train (after a random number of checkpoints), a truncated newest checkpoint, and a checkpoint
+from another seed. Each rerun must resume (not restart), skip finished runs, and end with
+metrics, evaluation rows and parameters bit-identical to an uninterrupted run.
+"""
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from pe_research import checkpoints, cli, results, sweep, train
+
+TIMING = {"tokens_per_s", "elapsed_s", "compile_s", "seconds"}
+
+FLAGS = [
+    "--no-progress",
+    "--checkpoint-every", "20",
+    "--model.num-layers", "1",
+    "--model.d-model", "16",
+    "--model.num-heads", "2",
+    "--model.mlp-dim", "32",
+    "--train.steps", "400",
+    "--train.batch-size", "4",
+    "--train.train-length", "4",
+    "--train.log-every", "10",
+    "--eval.lengths", "4", "8",
+    "--eval.batch-size", "4",
+]  # fmt: skip
+
+
+def rows(path):
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in results.read_jsonl(path)]
+
+
+def final_params(run_dir):
+    cfg = results.load_config(run_dir)
+    graphdef, state = train.init_state(cfg, keys := train.keys_from_seed(cfg.seed))
+    params = checkpoints.load_params(
+        run_dir, state, {"data": keys.data, "positions": keys.positions}
+    )
+    return jax.tree.leaves(params)
+
+
+def kill_when(proc, ready, timeout=120):
+    """SIGKILL `proc` as soon as `ready()` holds; fail if it exits first."""
+    t0 = time.monotonic()
+    while not ready():
+        assert proc.poll() is None, f"exited before the kill:\n{proc.communicate()[0]}"
+        assert time.monotonic() - t0 < timeout, "timed out waiting to kill"
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_train_killed_and_rerun_resumes_bit_identically(tmp_path):
+    reference, run = tmp_path / "reference", tmp_path / "run"
+    cli.main(["train", "--out", str(reference), *FLAGS, "copy", "rope"])
+
+    command = [sys.executable, "-m", "pe_research.cli", "train", "--out", str(run), *FLAGS]
+    proc = subprocess.Popen(
+        [*command, "copy", "rope"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    kill_at = random.Random().choice([40, 80, 120, 160])
+    kill_when(proc, lambda: any(s >= kill_at for s in checkpoints.steps(run)))
+    assert not results.is_done(run)
+    kept = checkpoints.steps(run)
+    # The oldest is deleted once a newer one is complete, so a kill may leave KEEP + 1.
+    assert kept and max(kept) < 400 and len(kept) <= checkpoints.KEEP + 1
+
+    # The newest checkpoint is damaged too: it is reported and the previous one is used.
+    newest = run / "checkpoints" / str(max(kept))
+    for f in (p for p in newest.rglob("*") if p.is_file() and p.stat().st_size > 0):
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    with pytest.warns(UserWarning, match=f"checkpoint {max(kept)} .* cannot be read"):
+        cli.main(["train", "--out", str(run), *FLAGS, "copy", "rope"])
+
+    assert results.is_done(run)
+    assert checkpoints.steps(run) == [360, 380, 400] == checkpoints.steps(reference)
+    assert rows(run / results.METRICS) == rows(reference / results.METRICS)
+    assert rows(run / results.EVAL) == rows(reference / results.EVAL)
+    for a, b in zip(final_params(run), final_params(reference), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_checkpoint_of_another_seed_is_refused(tmp_path):
+    short = ["20" if flag == "400" else flag for flag in FLAGS]  # 20 steps
+    cli.main(["train", "--out", str(tmp_path / "a"), *short, "copy", "nope"])
+    cfg = results.load_config(tmp_path / "a")
+    _, state = train.init_state(cfg, keys := train.keys_from_seed(cfg.seed + 1))
+    with pytest.raises(ValueError, match="another seed's data key"):
+        checkpoints.restore(
+            tmp_path / "a", 20, state, {"data": keys.data, "positions": keys.positions}
+        )
+
+
+EXPERIMENT = """
+from pe_research import encodings, tasks
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+
+def runs():
+    return [
+        RunConfig(
+            task=tasks.get("copy"),
+            encoding=encodings.get(enc),
+            model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
+            train=TrainConfig(steps=300, batch_size=4, train_length=4, log_every=10),
+            eval=EvalConfig(lengths=(4, 8), batch_size=4),
+        )
+        for enc in ("nope", "rope", "alibi")
+    ]
+"""
+
+
+def test_sweep_killed_and_rerun_skips_finished_runs_and_resumes_the_interrupted(tmp_path):
+    experiment = tmp_path / "three.py"
+    experiment.write_text(textwrap.dedent(EXPERIMENT))
+    dirs = [
+        sweep.run_dir_for(tmp_path / "run", c)
+        for c in sweep.experiment_runs(sweep.load_experiment(str(experiment)))
+    ]
+    command = [sys.executable, "-m", "pe_research.cli", "sweep", str(experiment)]
+    flags = ["--no-progress", "--checkpoint-every", "20"]
+    proc = subprocess.Popen(
+        [*command, "--out", str(tmp_path / "run"), *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    # Kill once the first run is done and the second has checkpointed part of its training.
+    kill_when(proc, lambda: results.is_done(dirs[0]) and len(checkpoints.steps(dirs[1])) > 1)
+    assert not results.is_done(dirs[1])
+    first_done = (dirs[0] / results.DONE).stat().st_mtime_ns
+
+    cli.main(["sweep", str(experiment), "--out", str(tmp_path / "run"), *flags])
+    cli.main(["sweep", str(experiment), "--out", str(tmp_path / "reference"), *flags])
+    assert (dirs[0] / results.DONE).stat().st_mtime_ns == first_done  # not trained again
+    for name in ("summary.md", "results.csv"):
+        ours = (tmp_path / "run" / name).read_text().replace(str(tmp_path / "run"), "OUT")
+        theirs = (tmp_path / "reference" / name).read_text()
+        assert ours == theirs.replace(str(tmp_path / "reference"), "OUT"), name
+    for d in dirs:
+        ref = tmp_path / "reference" / d.relative_to(tmp_path / "run")
+        assert rows(d / results.METRICS) == rows(ref / results.METRICS)
+        assert rows(d / results.EVAL) == rows(ref / results.EVAL)
+    assert json.loads((dirs[1] / results.CONFIG).read_text())["seed"] == 0
