@@ -16,8 +16,8 @@ encoding.
 
 Command (from the repository root):
 
-    pe-research sweep lm --metric bits_per_byte
-    pe-research sweep lm --scale gpu --metric bits_per_byte
+    pe-research sweep lm
+    pe-research sweep lm --scale gpu
 
 It writes runs/lm/extrapolation_bits_per_byte.png (bits per byte vs evaluation length) and
 heatmap_bits_per_byte.png, summary.md (in distribution, 2x, 4x, 8x) and results.csv.
@@ -65,6 +65,8 @@ from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 
 CORPUS = os.environ.get("PE_RESEARCH_CORPUS", "data/kjv.txt")
+METRIC = "bits_per_byte"  # the sweep's summary.md reports this unless --metric says otherwise
+
 SCALES = {
     "cpu": (ModelConfig(num_layers=2, d_model=64, num_heads=4, mlp_dim=256),
             TrainConfig(steps=500, batch_size=16, train_length=128, learning_rate=3e-3),

@@ -240,12 +240,13 @@ def run_workload(
             f" ms  {single['tokens_per_s']:10.0f} tok/s  {single['gflop_per_s']:6.1f} GFLOP/s"
             f"  {single['fraction_of_peak']:.0%} of peak"
         )
-        out["encodings"][enc] = {"train": single, "eval": measure_eval(cfg)}
-        ev = out["encodings"][enc]["eval"]
-        log(
-            f"  {'':11s} eval {len(ev['eval_lengths'])} lengths in {ev['eval_s']:.2f} s, "
-            f"{ev['eval_compiles']} compiles (buckets {ev['eval_buckets']})"
-        )
+        out["encodings"][enc] = {"train": single}
+        if len(out["encodings"]) == 1:  # evaluation costs alike for every encoding: time one
+            ev = out["encodings"][enc]["eval"] = measure_eval(cfg)
+            log(
+                f"  {'':11s} eval {len(ev['eval_lengths'])} lengths in {ev['eval_s']:.2f} s, "
+                f"{ev['eval_compiles']} compiles (buckets {ev['eval_buckets']})"
+            )
     cfg = dataclasses.replace(work.cfg, encoding=encodings.get((encodings_ or work.encodings)[0]))
     packed = [measure_training(cfg, k, peak, max(steps // k, 2), repeats) for k in ks]
     base = packed[0]["tokens_per_s"] / packed[0]["models"]

@@ -65,7 +65,7 @@ def sweep(
     experiment: tyro.conf.Positional[str],
     out: Path | None = None,
     scale: str | None = None,
-    metric: Literal["token_accuracy", "exact_match", "bits_per_byte"] = "token_accuracy",
+    metric: Literal["token_accuracy", "exact_match", "bits_per_byte"] | None = None,
     shard: str | None = None,
     coordinator: str | None = None,
     num_processes: int | None = None,
@@ -79,8 +79,9 @@ def sweep(
     EXPERIMENT is a name in ./experiments/ (e.g. `default`) or a path to a .py file; --scale
     picks one of its presets (e.g. `gpu`; default: its CPU size). Default output:
     runs/<experiment name>/ (runs/<name>-<scale>/ with --scale). Once every run is finished,
-    writes results.csv, summary.md (METRIC in distribution and at 2x/4x/8x the training length)
-    and plots (PNG and PDF, lines and heatmaps) there.
+    writes results.csv, summary.md (METRIC in distribution and at 2x/4x/8x the training length;
+    default: the experiment's METRIC, else token_accuracy) and plots (PNG and PDF, lines and
+    heatmaps) there.
     Several processes may share OUT. On several hosts, give each --shard I/N, or start them as
     one JAX job (--coordinator HOST:PORT --num-processes N --process-id I, or JAX's environment
     variables): each process then trains shard process_index/process_count.
@@ -99,6 +100,7 @@ def sweep(
 
         index, count = jax.process_index(), jax.process_count()
     module = sweep_lib.load_experiment(experiment)
+    metric = metric or getattr(module, "METRIC", "token_accuracy")  # an experiment may choose
     out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
     done = sweep_lib.run_sweep(
         sweep_lib.experiment_runs(module, scale),

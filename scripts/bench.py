@@ -25,11 +25,12 @@ def table(rows: list[dict]) -> str:
     ]
     for row in rows:
         for enc, m in row["encodings"].items():
-            t, e = m["train"], m["eval"]
+            t, e = m["train"], m.get("eval")
+            ev = f"{e['eval_s']:.1f} | {e['eval_compiles']}" if e else "- | -"
             lines.append(
                 f"| {row['workload']} | {enc} | {t['compile_s']:.1f} | {t['step_s'] * 1e3:.1f} "
                 f"| {t['tokens_per_s']:.0f} | {t['gflop_per_s']:.1f} | {t['fraction_of_peak']:.0%}"
-                f" | {e['eval_s']:.1f} | {e['eval_compiles']} |"
+                f" | {ev} |"
             )
     lines += ["", "| workload | K | tokens/s | of K x one model | of peak |"]
     lines += ["|---|---|---|---|---|"]

@@ -6,9 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-import jax
-
-from pe_research import bench, encodings, evaluate, tasks, train
+from pe_research import bench, encodings, evaluate, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 
 TINY = RunConfig(
@@ -29,42 +27,41 @@ def test_analytic_flops_agree_with_xlas_count_of_the_step():
     assert row["tokens_per_s"] > 0 and 0 < row["fraction_of_peak"]
 
 
-def test_evaluating_eight_lengths_compiles_one_program_per_bucket():
-    assert len(TINY.eval_lengths) == 8
-    graphdef, state = train.init_state(TINY, train.keys_from_seed(0))
-    params_K = jax.tree.map(lambda x: x[None], state.params)
-    with bench.CompileCounter() as counter:
-        evaluate.evaluate_packed(TINY, graphdef, params_K)
-    assert counter.compiles == len(set(evaluate.buckets(TINY).values())) == 4
-
-
 SECOND_PROCESS = """
 import json, sys
-from pe_research import bench, cli, train
+import jax
+from pe_research import bench, cli, evaluate, train
 from pe_research.config import RunConfig
 cli._enable_compilation_cache()
 cfg = RunConfig.from_dict(json.loads(sys.argv[1]))
+graphdef, state = train.init_state(cfg, train.keys_from_seed(0))
+params_K = jax.tree.map(lambda x: x[None], state.params)
 with bench.CompileCounter() as counter:
-    train.train(cfg, sys.argv[2], progress=False)
+    evaluate.evaluate_packed(cfg, graphdef, params_K)
 print(json.dumps({"compiles": counter.compiles, "xla_compiles": counter.xla_compiles}))
 """
 
 
-def test_a_second_process_compiles_nothing_the_first_compiled(tmp_path):
+def test_eight_lengths_compile_four_programs_once_across_processes(tmp_path):
+    """Evaluating 8 lengths needs one program per power-of-two bucket (4), and with the
+    persistent compilation cache a second process compiles none of them again."""
+    assert len(TINY.eval_lengths) == 8 and len(set(evaluate.buckets(TINY).values())) == 4
     env = {**os.environ, "PE_RESEARCH_JAX_CACHE": str(tmp_path / "cache")}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the CLI's cache, not the test session's
     script = textwrap.dedent(SECOND_PROCESS)
-    config = json.dumps(TINY.to_dict())
-    counts = []
-    for i in range(2):
-        out = subprocess.run(
-            [sys.executable, "-c", script, config, str(tmp_path / f"run{i}")],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        counts.append(json.loads(out.strip().splitlines()[-1]))
-    assert counts[0]["xla_compiles"] >= 6  # init, step, 4 evaluation buckets
-    assert counts[1]["compiles"] == counts[0]["compiles"]
-    assert counts[1]["xla_compiles"] == 0, counts
+    counts = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", script, json.dumps(TINY.to_dict())],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        for _ in range(2)
+    ]
+    assert counts[0] == {"compiles": 4, "xla_compiles": 4}, counts
+    assert counts[1] == {"compiles": 4, "xla_compiles": 0}, counts

@@ -29,7 +29,7 @@ FLAGS = [
     "--model.d-model", "16",
     "--model.num-heads", "2",
     "--model.mlp-dim", "32",
-    "--train.steps", "200",
+    "--train.steps", "120",
     "--train.batch-size", "4",
     "--train.train-length", "4",
     "--train.log-every", "10",
@@ -70,12 +70,12 @@ def test_train_killed_and_rerun_resumes_bit_identically(tmp_path):
     proc = subprocess.Popen(
         [*command, "copy", "rope"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    kill_at = random.Random().choice([40, 80, 120])
+    kill_at = random.Random().choice([40, 60, 80])
     kill_when(proc, lambda: any(s >= kill_at for s in checkpoints.steps(run)))
     assert not results.is_done(run)
     kept = checkpoints.steps(run)
     # The oldest is deleted once a newer one is complete, so a kill may leave KEEP + 1.
-    assert kept and max(kept) < 200 and len(kept) <= checkpoints.KEEP + 1
+    assert kept and max(kept) < 120 and len(kept) <= checkpoints.KEEP + 1
 
     # The newest checkpoint is damaged too: it is reported and the previous one is used.
     newest = run / "checkpoints" / str(max(kept))
@@ -85,7 +85,7 @@ def test_train_killed_and_rerun_resumes_bit_identically(tmp_path):
         cli.main(["train", "--out", str(run), *FLAGS, "copy", "rope"])
 
     assert results.is_done(run)
-    assert checkpoints.steps(run) == [160, 180, 200] == checkpoints.steps(reference)
+    assert checkpoints.steps(run) == [80, 100, 120] == checkpoints.steps(reference)
     assert rows(run / results.METRICS) == rows(reference / results.METRICS)
     assert rows(run / results.EVAL) == rows(reference / results.EVAL)
     for a, b in zip(final_params(run), final_params(reference), strict=True):
@@ -95,7 +95,7 @@ def test_train_killed_and_rerun_resumes_bit_identically(tmp_path):
     cfg = results.load_config(run)
     _, state = train.init_state(cfg, keys := train.keys_from_seed(cfg.seed + 1))
     with pytest.raises(ValueError, match="another seed's data key"):
-        checkpoints.restore(run, 200, state, {"data": keys.data, "positions": keys.positions})
+        checkpoints.restore(run, 120, state, {"data": keys.data, "positions": keys.positions})
 
 
 EXPERIMENT = """
@@ -108,10 +108,10 @@ def runs():
             task=tasks.get("copy"),
             encoding=encodings.get(enc),
             model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
-            train=TrainConfig(steps=150, batch_size=4, train_length=4, log_every=10),
+            train=TrainConfig(steps=100, batch_size=4, train_length=4, log_every=10),
             eval=EvalConfig(lengths=(4, 8), batch_size=4),
         )
-        for enc in ("nope", "rope", "alibi")
+        for enc in ("nope", "rope")
     ]
 """
 
