@@ -346,8 +346,11 @@ def train_group(
                     reason=f"loss became {row['loss']} by step {step}; lower learning_rate "
                     f"(now {cfg.train.learning_rate}) or raise warmup_steps",
                 )
-            f.write(json.dumps(row) + "\n")
-            f.flush()
+            try:
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+            except OSError as e:  # a full disk says what to do, not just its errno
+                raise results.write_error(run_dir / results.METRICS, e) from None
         if len(failed) == len(run_dirs):
             raise TrainingDiverged(
                 f"loss became non-finite by step {step} in every run of "
