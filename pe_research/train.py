@@ -293,8 +293,9 @@ def train_group(
         for c, d in zip(cfgs, run_dirs, strict=True)
     ]
     K = len(seeds)
+    shape = init_model_shape(cfg)
     for c in cfgs:  # an evaluation encoding that cannot take the parameters fails before training
-        evaluate.eval_graphdef(c, init_model_shape(cfg))
+        evaluate.eval_graphdef(c, shape)
     prog = build_program(cfg, seeds)
     graphdef, state, step_fn, compile_s = prog.graphdef, prog.state, prog.step, prog.compile_s
     data_keys, pos_keys = prog.data_keys, prog.pos_keys
@@ -308,10 +309,11 @@ def train_group(
     if resume:
         like = jax.tree.map(lambda x: x[0], state)
         found = checkpoints.restore_latest(run_dirs, [like] * len(cfgs), run_keys)
+        start = found[0] if found is not None else 0
+        for d in run_dirs:  # unreadable or unshared later checkpoints are written again
+            checkpoints.discard_after(d, start)
         if found is not None:
-            start, states = found
-            for d in run_dirs:
-                checkpoints.discard_after(d, start)
+            states = found[1]
             where = ", ".join(str(d) for d in run_dirs)
             tqdm.write(f"Resuming {where} from its checkpoint at step {start} of {steps}.")
             per_model = [states[model_of.index(k)] for k in range(K)]

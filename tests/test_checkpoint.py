@@ -148,3 +148,17 @@ def test_sweep_killed_and_rerun_skips_finished_runs_and_resumes_the_interrupted(
         assert rows(d / results.METRICS) == rows(ref / results.METRICS)
         assert rows(d / results.EVAL) == rows(ref / results.EVAL)
     assert json.loads((dirs[1] / results.CONFIG).read_text())["seed"] == 0
+
+
+def test_when_no_checkpoint_reads_back_training_starts_over(tmp_path):
+    run = tmp_path / "run"
+    short = ["40" if flag == "120" else flag for flag in FLAGS]  # 40 steps, checkpoints 20, 40
+    cli.main(["train", "--out", str(run), *short, "copy", "nope"])
+    reference = rows(run / results.METRICS)
+    (run / results.DONE).unlink()  # as if killed after the last checkpoint
+    for f in (p for p in (run / "checkpoints").rglob("*") if p.is_file()):
+        f.write_bytes(b"")
+    with pytest.warns(UserWarning, match="cannot be read"):
+        cli.main(["train", "--out", str(run), *short, "copy", "nope"])
+    assert results.is_done(run) and rows(run / results.METRICS) == reference
+    assert checkpoints.steps(run) == [20, 40]
