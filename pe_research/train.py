@@ -315,7 +315,7 @@ def train_group(
         if found is not None:
             states = found[1]
             where = ", ".join(str(d) for d in run_dirs)
-            tqdm.write(f"Resuming {where} from its checkpoint at step {start} of {steps}.")
+            tqdm.write(f"Resuming {where} from the checkpoint of step {start} of {steps}.")
             per_model = [states[model_of.index(k)] for k in range(K)]
             state = jax.device_put(_stack(per_model), jax.tree.map(lambda x: x.sharding, state))
     width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)

@@ -6,6 +6,7 @@ from another seed. Each rerun must resume (not restart), skip finished runs, and
 metrics, evaluation rows and parameters bit-identical to an uninterrupted run.
 """
 
+import dataclasses
 import json
 import random
 import signal
@@ -162,3 +163,37 @@ def test_when_no_checkpoint_reads_back_training_starts_over(tmp_path):
         cli.main(["train", "--out", str(run), *short, "copy", "nope"])
     assert results.is_done(run) and rows(run / results.METRICS) == reference
     assert checkpoints.steps(run) == [20, 40]
+
+
+def test_packed_seeds_resume_from_the_newest_step_all_of_them_saved(tmp_path, monkeypatch):
+    experiment = tmp_path / "two.py"
+    experiment.write_text(textwrap.dedent(EXPERIMENT))
+    base = sweep.experiment_runs(sweep.load_experiment(str(experiment)))[0]
+    base = dataclasses.replace(base, train=dataclasses.replace(base.train, steps=60))
+    cfgs = [dataclasses.replace(base, seed=s) for s in (0, 1, 2)]
+    reference = [tmp_path / f"reference{s}" for s in range(3)]
+    _, params_ref = train.train_group(cfgs, reference, progress=False, checkpoint_every=20)
+
+    class Interrupted(Exception):
+        pass
+
+    save = checkpoints.save
+
+    def save_then_stop(mgr, step, state, keys):  # only the first seed gets its step-40 save
+        save(mgr, step, state, keys)
+        if step == 40:
+            mgr.wait_until_finished()
+            raise Interrupted
+
+    run = [tmp_path / f"run{s}" for s in range(3)]
+    monkeypatch.setattr(checkpoints, "save", save_then_stop)
+    with pytest.raises(Interrupted):
+        train.train_group(cfgs, run, progress=False, checkpoint_every=20)
+    monkeypatch.setattr(checkpoints, "save", save)
+    assert [checkpoints.steps(d) for d in run] == [[20, 40], [20], [20]]
+    _, params = train.train_group(cfgs, run, progress=False, checkpoint_every=20)
+    for a, b in zip(run, reference, strict=True):
+        assert rows(a / results.METRICS) == rows(b / results.METRICS)
+        assert rows(a / results.EVAL) == rows(b / results.EVAL)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(params_ref), strict=True):
+        np.testing.assert_array_equal(a, b)
