@@ -21,7 +21,7 @@ from flax import nnx
 from tqdm.auto import tqdm
 
 from pe_research.config import RunConfig
-from pe_research.tasks import Batch, ByteLM, Task
+from pe_research.tasks import Batch, Task
 
 
 def bucket(width: int) -> int:
@@ -39,14 +39,10 @@ def eval_graphdef(cfg: RunConfig, graphdef: nnx.GraphDef) -> nnx.GraphDef:
     (for example RoPE with a context-extension scaling applied without retraining)."""
     if cfg.eval_encoding is None:
         return graphdef
-    from pe_research.model import Transformer
+    from pe_research.model import abstract_model
 
     def build(encoding):
-        return nnx.split(
-            nnx.eval_shape(
-                lambda: Transformer(cfg.model, encoding, cfg.task.vocab_size, rngs=nnx.Rngs(0))
-            )
-        )
+        return abstract_model(cfg.model, encoding, cfg.task.vocab_size)
 
     new_graphdef, new_params = build(cfg.eval_encoding)
     _, old_params = build(cfg.encoding)
@@ -75,15 +71,6 @@ def eval_batch(
     )
 
 
-def data_label(cfg: RunConfig) -> str:
-    """What evaluation reads when cfg.eval.data is unset: fresh samples, or a corpus split."""
-    if isinstance(cfg.task, ByteLM):
-        from pe_research.data import text
-
-        return text.describe(cfg.task.corpus, cfg.task.validation_fraction)
-    return f"sampled on the fly (eval seed {cfg.eval.seed})"
-
-
 def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
     """jit(params_K, root_key, length, pad_to=static, batch=None) -> metrics of each of K
     packed models, on `batch` (a built set's, padded to pad_to) or else a sampled one.
@@ -108,8 +95,8 @@ def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
             "exact_match": jnp.mean(jnp.all(correct_BL | ~mask_BL, axis=1)),
             "loss": jnp.where(mask_BL, nll_BL, 0.0).sum() / count,
         }
-        if isinstance(task, ByteLM):
-            out["bits_per_byte"] = out["loss"] / jnp.log(2.0)
+        if task.bytes_per_token:
+            out["bits_per_byte"] = out["loss"] / jnp.log(2.0) / task.bytes_per_token
         return out
 
     def eval_fn(
@@ -136,7 +123,7 @@ def evaluate_packed(
         from pe_research.data import loader
 
         eval_set = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir)
-    data = data_label(cfg) if eval_set is None else eval_set.label
+    data = cfg.task.describe_eval_data(cfg.eval.seed) if eval_set is None else eval_set.label
     K = jax.tree.leaves(params_K)[0].shape[0]
     root = jax.random.key(cfg.eval.seed)
     widths = buckets(cfg)

@@ -161,3 +161,12 @@ class Transformer(nnx.Module):
             x_BLD = block(x_BLD, pos_BL, valid_BL)
         x_BLD = self.norm_out(x_BLD)
         return _dense(x_BLD, self.w_head_DV[...]).astype(jnp.float32)
+
+
+def abstract_model(
+    cfg: ModelConfig, encoding: Encoding, vocab_size: int
+) -> tuple[nnx.GraphDef, nnx.State]:
+    """The model's graph definition and parameter shapes, without computing any parameters."""
+    return nnx.split(
+        nnx.eval_shape(lambda: Transformer(cfg, encoding, vocab_size, rngs=nnx.Rngs(0)))
+    )

@@ -82,6 +82,14 @@ class Task(abc.ABC):
         corpus its validation split."""
         return self
 
+    # Bytes per token, for tasks whose tokens are bytes of text: evaluation then reports the
+    # loss as bits per byte. None for symbolic tasks.
+    bytes_per_token: ClassVar[int | None] = None
+
+    def describe_eval_data(self, eval_seed: int) -> str:
+        """What evaluation scores, recorded in each eval.jsonl row."""
+        return f"sampled on the fly (eval seed {eval_seed})"
+
     def sample(
         self,
         key: jax.Array,
@@ -452,6 +460,13 @@ class ByteLM(Task):
 
     def held_out(self) -> ByteLM:
         return dataclasses.replace(self, split="validation")
+
+    bytes_per_token = 1
+
+    def describe_eval_data(self, eval_seed: int) -> str:
+        from pe_research.data import text
+
+        return text.describe(self.corpus, self.validation_fraction)
 
     def seq_len(self, length: int, causal: bool) -> int:
         return length

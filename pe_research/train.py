@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from pe_research import checkpoints, evaluate, results
 from pe_research.config import RunConfig, TrainConfig
-from pe_research.model import Transformer
+from pe_research.model import Transformer, abstract_model
 from pe_research.tasks import Batch
 
 
@@ -176,14 +176,6 @@ class Program(NamedTuple):
     compile_s: float
 
 
-def init_model_shape(cfg: RunConfig) -> nnx.GraphDef:
-    """The model's graph definition, without computing any parameters."""
-    model = nnx.eval_shape(
-        lambda: Transformer(cfg.model, cfg.encoding, cfg.task.vocab_size, rngs=nnx.Rngs(0))
-    )
-    return nnx.split(model)[0]
-
-
 def _with_model_axis(step):
     """A one-model step on state and keys carrying a model axis of size 1."""
 
@@ -197,7 +189,7 @@ def _with_model_axis(step):
 def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
     """Initialise one model per seed, packed on a leading axis, and compile their joint step."""
     keys = _stack([keys_from_seed(s) for s in seeds])
-    graphdef = init_model_shape(cfg)
+    graphdef = abstract_model(cfg.model, cfg.encoding, cfg.task.vocab_size)[0]
     tx = make_optimizer(cfg.train)
 
     def init(key: jax.Array) -> TrainState:
@@ -293,7 +285,7 @@ def train_group(
         for c, d in zip(cfgs, run_dirs, strict=True)
     ]
     K = len(seeds)
-    shape = init_model_shape(cfg)
+    shape = abstract_model(cfg.model, cfg.encoding, cfg.task.vocab_size)[0]
     for c in cfgs:  # an evaluation encoding that cannot take the parameters fails before training
         evaluate.eval_graphdef(c, shape)
     prog = build_program(cfg, seeds)
