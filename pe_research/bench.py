@@ -29,8 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pe_research import encodings, evaluate, results, tasks, train
+from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.training import evaluate
 
 # -- compile counting -------------------------------------------------------------------------
 
@@ -228,7 +229,7 @@ def run_workload(
         "workload": name,
         "description": work.description,
         "device": jax.devices()[0].device_kind,
-        "versions": results.versions(),
+        "versions": runs.versions(),
         "matmul_peak_gflop_per_s": round(peak / 1e9, 2),
         "encodings": {},
     }
@@ -272,8 +273,8 @@ def run_peer_example(log: Callable[[str], None] = print) -> dict[str, Any]:
         t0 = time.perf_counter()
         train.train(cfg, Path(tmp) / "run", progress=True)
         wall = time.perf_counter() - t0
-        metrics = results.read_jsonl(Path(tmp) / "run" / results.METRICS)
-        rows = results.read_jsonl(Path(tmp) / "run" / results.EVAL)
+        metrics = runs.read_jsonl(Path(tmp) / "run" / runs.METRICS)
+        rows = runs.read_jsonl(Path(tmp) / "run" / runs.EVAL)
     eval_s = sum(r["seconds"] for r in rows)
     out = {
         "workload": "peer-example",
@@ -296,5 +297,5 @@ def run_peer_example(log: Callable[[str], None] = print) -> dict[str, Any]:
 def write(out_dir: Path, row: dict[str, Any]) -> Path:
     path = Path(out_dir) / f"{row['workload']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    results.write_atomic(path, json.dumps(row, indent=2) + "\n")
+    runs.write_atomic(path, json.dumps(row, indent=2) + "\n")
     return path

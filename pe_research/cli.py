@@ -48,14 +48,15 @@ def train(
 
     Example: pe-research train --train.steps 500 --out runs/rev reverse rope --base 500
     """
-    from pe_research import results, summary
+    from pe_research import runs
     from pe_research import train as train_lib
+    from pe_research.sweeps import summary
 
     _enable_compilation_cache()
     train_lib.train(
         cfg, out, overwrite=overwrite, progress=progress, checkpoint_every=checkpoint_every
     )
-    rows = list(results.eval_rows([out]))
+    rows = list(runs.eval_rows([out]))
     print(summary.summary_table(rows, "token_accuracy"))
     print(summary.summary_table(rows, "exact_match"))
     print(f"Run directory: {out}")
@@ -88,8 +89,8 @@ def sweep(
     A run whose loss diverges is marked failed and shown as failed@step N in the tables; it is
     finished (a rerun skips it, as it would fail the same way) unless --retry-failed.
     """
-    from pe_research import plotting, summary
-    from pe_research import sweep as sweep_lib
+    from pe_research.sweeps import plotting, summary
+    from pe_research.sweeps import sweep as sweep_lib
 
     sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
@@ -139,9 +140,10 @@ def plot(
     chance dotted; heatmap: encodings x lengths, mean over seeds, values written in the cells.
     The format follows the suffix of --out (.png, .pdf, .svg).
     """
-    from pe_research import plotting, results
+    from pe_research import runs
+    from pe_research.sweeps import plotting
 
-    rows = list(results.eval_rows(results.find_runs(run_dirs)))
+    rows = list(runs.eval_rows(runs.find_runs(run_dirs)))
     out.parent.mkdir(parents=True, exist_ok=True)
     plotting.save(plotting.FIGURES[kind](rows, metric), out)
     print(f"Wrote {out} ({len({r['run'] for r in rows})} runs)")
@@ -163,10 +165,10 @@ def properties(
     output folder, for Pr3 (accuracy at 2x/4x/8x the training length). --max-position: N of
     Pr1/Pr2 (positions 0..N). --precision-positions: the low-precision study covers 0..this.
     """
-    from pe_research import demonstrations
     from pe_research import encodings as registry
-    from pe_research import property_report as props
-    from pe_research import results as results_lib
+    from pe_research import runs as results_lib
+    from pe_research.essay import demonstrations
+    from pe_research.essay import report as props
 
     chosen = [props.parse_encoding(spec) for spec in encodings] or [
         registry.get(name) for name in registry.names()
@@ -192,7 +194,7 @@ def analyze(run_dir: tyro.conf.Positional[Path], out: Path | None = None) -> Non
     config.json, since run directories hold no parameters). Writes to OUT (default
     RUN_DIR/analysis) and prints a short summary.
     """
-    from pe_research import analysis
+    from pe_research.essay import analysis
 
     _enable_compilation_cache()
     summary, paths = analysis.analyze(run_dir, out)

@@ -196,10 +196,6 @@ class RunConfig:
         self.encoding.check(self.model.dims(), self.max_position())
         if self.eval_encoding is not None:
             self.eval_encoding.check(self.model.dims(), self.max_position())
-        if self.eval.data is not None:
-            from pe_research.data import builders  # tensorflow-datasets, only when asked for
-
-            builders.check_run(self)
 
     # -- config.json -----------------------------------------------------------------------------
 

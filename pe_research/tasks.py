@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pe_research.data import text
 from pe_research.registry import Registry
 
 
@@ -464,8 +465,6 @@ class ByteLM(Task):
     bytes_per_token = 1
 
     def describe_eval_data(self, eval_seed: int) -> str:
-        from pe_research.data import text
-
         return text.describe(self.corpus, self.validation_fraction)
 
     def seq_len(self, length: int, causal: bool) -> int:
@@ -473,8 +472,6 @@ class ByteLM(Task):
 
     def split_bytes(self) -> np.ndarray:
         """This split of the corpus, uint8 (read once per process and cached)."""
-        from pe_research.data import text
-
         return text.corpus_split(self.corpus, self.split, self.validation_fraction)
 
     def sample(
@@ -527,3 +524,27 @@ def get(name: str, **options: Any) -> Task:
     task = _REGISTRY.get(name, **options)
     task.check()
     return task
+
+
+# -- held-out evaluation sequences ------------------------------------------------------------
+
+
+def bucket(width: int) -> int:
+    """The smallest power of two >= width."""
+    return 1 << max(width - 1, 0).bit_length()
+
+
+def length_keys(root: jax.Array, length: int | jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(data key, positions key) of evaluation length n: from the evaluation seed and n only."""
+    k_task, k_pos = jax.random.split(jax.random.fold_in(root, length))
+    return k_task, k_pos
+
+
+def eval_batch(
+    task: Task, key: jax.Array, batch_size: int, length: Any, *, pad_to: int, causal: bool
+) -> Batch:
+    """The evaluation batch of one length: `batch_size` sequences of exactly `length`, from the
+    task's held-out data. Built evaluation sets (pe_research.data) store exactly these."""
+    return task.held_out().sample(
+        key, batch_size, length, min_length=length, pad_to=pad_to, causal=causal
+    )

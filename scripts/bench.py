@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pe_research import bench, results
+from pe_research import bench, runs
 
 
 def table(rows: list[dict]) -> str:
@@ -62,7 +62,7 @@ def main() -> None:
             f"{example['eval_s']:.0f} s of it evaluating 100 lengths, "
             f"{example['compiles']} XLA compiles\n"
         )
-    results.write_atomic(args.out / "summary.md", text + "\n")
+    runs.write_atomic(args.out / "summary.md", text + "\n")
     print(text)
     print(f"Wrote {args.out / 'summary.md'} and a JSON file per workload")
 

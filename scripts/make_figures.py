@@ -12,11 +12,12 @@ from pathlib import Path
 
 import tyro
 
-from pe_research import plotting, results
+from pe_research import runs
+from pe_research.sweeps import plotting
 
 
 def main(sweep_dir: tyro.conf.Positional[Path], out: Path | None = None) -> None:
-    rows = list(results.eval_rows(results.find_runs([sweep_dir])))
+    rows = list(runs.eval_rows(runs.find_runs([sweep_dir])))
     for path in plotting.write_figures(rows, out or sweep_dir / "figures"):
         print(f"Wrote {path}")
 

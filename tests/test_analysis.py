@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from pe_research import analysis, cli, results, tasks, train
+from pe_research import cli, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.encodings.rotary import RoPE
+from pe_research.essay import analysis
 
 TINY = RunConfig(
     task=tasks.get("copy"),
@@ -22,7 +23,7 @@ TINY = RunConfig(
 
 
 def test_unfinished_run_is_a_clear_error(tmp_path, capsys):
-    results.prepare(tmp_path / "run", TINY)  # config.json, no DONE
+    runs.prepare(tmp_path / "run", TINY)  # config.json, no DONE
     with pytest.raises(ValueError, match="no DONE"):
         analysis.analyze(tmp_path / "run")
     with pytest.raises(SystemExit):
@@ -39,7 +40,7 @@ def test_analyze_a_tiny_rope_run(tmp_path, capsys):
     assert "Frequency usage (Barbero et al. 2025)" in printed
     for name in ("attention_1x.png", "attention_4x.png", "frequency_usage.png", "summary.txt"):
         assert (run / "analysis" / name).stat().st_size > 0, name
-    assert results.find_runs([tmp_path]) == [run]  # the analysis folder is not a run
+    assert runs.find_runs([tmp_path]) == [run]  # the analysis folder is not a run
     _, loaded, _ = analysis.trained_model(run, TINY)
     for a, b in zip(jax.tree.leaves(loaded), jax.tree.leaves(params), strict=True):
         np.testing.assert_array_equal(a, b)  # the checkpoint holds the trained parameters

@@ -107,8 +107,9 @@ from pathlib import Path
 
 import pytest
 
-from pe_research import cli, encodings, results, sweep, tasks
+from pe_research import cli, encodings, runs, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import sweep
 
 TINY = RunConfig(
     task=tasks.get("copy"),
@@ -143,10 +144,10 @@ def run_cli(argv, capsys):
 
 def finished_run(run_dir, cfg=TINY):
     """A run directory as training leaves it (made-up numbers, no training)."""
-    results.prepare(run_dir, cfg)
+    runs.prepare(run_dir, cfg)
     rows = [{"length": n, "token_accuracy": 0.5, "exact_match": 0.1, "loss": 1.0} for n in (3, 6)]
-    results.write_jsonl(run_dir / results.EVAL, rows)
-    results.mark_done(run_dir)
+    runs.write_jsonl(run_dir / runs.EVAL, rows)
+    runs.mark_done(run_dir)
     return run_dir
 
 
@@ -273,17 +274,17 @@ EDITS = [
 @pytest.mark.parametrize("change, message", [e[1:] for e in EDITS], ids=[e[0] for e in EDITS])
 def test_hand_edited_config_json_names_the_key(tmp_path, change, message):
     run_dir = finished_run(tmp_path / "run")
-    d = json.loads((run_dir / results.CONFIG).read_text())
+    d = json.loads((run_dir / runs.CONFIG).read_text())
     change(d)
-    (run_dir / results.CONFIG).write_text(json.dumps(d))
+    (run_dir / runs.CONFIG).write_text(json.dumps(d))
     with pytest.raises(ValueError, match=message) as error:
-        results.load_config(run_dir)
-    assert str(run_dir / results.CONFIG) in str(error.value)  # names the file
+        runs.load_config(run_dir)
+    assert str(run_dir / runs.CONFIG) in str(error.value)  # names the file
 
 
 def test_damaged_config_json_fails_the_command_without_writing(tmp_path, capsys):
     run_dir = finished_run(tmp_path / "runs" / "a")
-    (run_dir / results.CONFIG).write_text('{"task": {"name": "copy"')  # cut short
+    (run_dir / runs.CONFIG).write_text('{"task": {"name": "copy"')  # cut short
     figure = tmp_path / "fig.png"
     code, err = run_cli(["plot", tmp_path / "runs", "--out", figure], capsys)
     assert code != 0 and not figure.exists()
@@ -291,7 +292,7 @@ def test_damaged_config_json_fails_the_command_without_writing(tmp_path, capsys)
 
     d = TINY.to_dict()
     d["model"]["d_model"] = "64"
-    (run_dir / results.CONFIG).write_text(json.dumps(d))
+    (run_dir / runs.CONFIG).write_text(json.dumps(d))
     code, err = run_cli(["plot", tmp_path / "runs", "--out", figure], capsys)
     assert code != 0 and not figure.exists()
     assert "model.d_model must be an integer, got '64'" in err
@@ -302,9 +303,9 @@ def test_a_run_directory_of_another_config_is_refused(tmp_path, capsys):
     experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
     out = tmp_path / "out"
     run_dir = finished_run(sweep.run_dir_for(out, TINY))
-    d = json.loads((run_dir / results.CONFIG).read_text())
+    d = json.loads((run_dir / runs.CONFIG).read_text())
     d["model"]["d_model"] = 32
-    (run_dir / results.CONFIG).write_text(json.dumps(d))
+    (run_dir / runs.CONFIG).write_text(json.dumps(d))
     before = files_under(out)
     code, err = run_cli(["sweep", experiment, "--out", out, "--no-progress"], capsys)
     assert code != 0
@@ -316,10 +317,10 @@ def test_a_run_directory_of_another_config_is_refused(tmp_path, capsys):
     assert files_under(out) == before  # nothing trained, nothing summarized
 
     # `train` into a finished run: refused, the run is left as it was.
-    eval_before = (run_dir / results.EVAL).read_bytes()
+    eval_before = (run_dir / runs.EVAL).read_bytes()
     code, err = run_cli(["train", "--out", run_dir, "--no-progress", "copy", "nope"], capsys)
     assert code != 0 and "already holds a finished run; pass --overwrite" in err
-    assert (run_dir / results.EVAL).read_bytes() == eval_before
+    assert (run_dir / runs.EVAL).read_bytes() == eval_before
 
 
 def test_rope_scaling_dicts_with_missing_or_unknown_keys():
@@ -342,20 +343,20 @@ def test_rope_scaling_dicts_with_missing_or_unknown_keys():
 
 def test_torn_last_line_of_eval_jsonl_is_skipped_and_said(tmp_path, capsys):
     run_dir = finished_run(tmp_path / "runs" / "a")
-    with open(run_dir / results.EVAL, "a") as f:
+    with open(run_dir / runs.EVAL, "a") as f:
         f.write('{"length": 12, "token_acc')  # the write was interrupted here
     with pytest.warns(UserWarning, match=r"eval.jsonl: skipped a torn last line \(interrupted"):
-        rows = list(results.eval_rows([run_dir]))
+        rows = list(runs.eval_rows([run_dir]))
     assert [r["length"] for r in rows] == [3, 6]
     with pytest.warns(UserWarning, match="torn last line"):
         cli.main(["plot", str(tmp_path / "runs"), "--out", str(tmp_path / "fig.png")])
     assert "(1 runs)" in capsys.readouterr().out and (tmp_path / "fig.png").exists()
 
     # A bad line that is not the last one is damage, not an interrupted append.
-    lines = (run_dir / results.EVAL).read_text().splitlines()
-    (run_dir / results.EVAL).write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")
+    lines = (run_dir / runs.EVAL).read_text().splitlines()
+    (run_dir / runs.EVAL).write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")
     with pytest.raises(ValueError, match=r"eval.jsonl:2 is not valid JSON and is not the last"):
-        results.read_jsonl(run_dir / results.EVAL)
+        runs.read_jsonl(run_dir / runs.EVAL)
 
 
 # -- file-system faults ------------------------------------------------------------------------
@@ -418,19 +419,19 @@ def file_size_limit(nbytes):
 
 
 def test_full_disk_leaves_the_previous_file_intact(tmp_path):
-    path = tmp_path / results.EVAL
+    path = tmp_path / runs.EVAL
     old = "".join(json.dumps({"length": n, "token_accuracy": 0.5}) + "\n" for n in (3, 6))
-    results.write_atomic(path, old)
+    runs.write_atomic(path, old)
     new = old * 1000
     with file_size_limit(4096), pytest.raises(OSError) as error:
-        results.write_atomic(path, new)
+        runs.write_atomic(path, new)
     assert re.search(
         rf"could not write {re.escape(str(path))} \(File too large\): free some space .* "
         rf"--out; {re.escape(str(path))} is unchanged",
         str(error.value),
     ), error.value
     assert path.read_text() == old
-    assert files_under(tmp_path) == [Path(results.EVAL)]  # no temporary file left behind
+    assert files_under(tmp_path) == [Path(runs.EVAL)]  # no temporary file left behind
 
 
 FULL_DISK_TRAIN = """

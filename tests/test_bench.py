@@ -6,8 +6,9 @@ import subprocess
 import sys
 import textwrap
 
-from pe_research import bench, encodings, evaluate, tasks
+from pe_research import bench, encodings, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.training import evaluate
 
 TINY = RunConfig(
     task=tasks.get("copy"),
@@ -30,7 +31,8 @@ def test_analytic_flops_agree_with_xlas_count_of_the_step():
 SECOND_PROCESS = """
 import json, sys
 import jax
-from pe_research import bench, cli, evaluate, train
+from pe_research import bench, cli, train
+from pe_research.training import evaluate
 from pe_research.config import RunConfig
 cli._enable_compilation_cache()
 cfg = RunConfig.from_dict(json.loads(sys.argv[1]))

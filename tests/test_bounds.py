@@ -35,10 +35,12 @@ import pytest
 from flax import nnx
 from jax.experimental import checkify
 
-from pe_research import encodings, evaluate, sweep
+from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig
 from pe_research.model import Transformer
+from pe_research.sweeps import sweep
 from pe_research.tasks import ByteLM
+from pe_research.training import evaluate
 
 EXPERIMENTS = Path(__file__).parents[1] / "experiments"
 
@@ -139,8 +141,8 @@ def checked_program(runs):
         batch = None
         if shared is not None:
             c = next(c for c, (_, _, share) in enumerate(runs) if share)
-            k_task, _ = evaluate.length_keys(key, lengths_C[c])
-            batch = evaluate.eval_batch(
+            k_task, _ = tasks.length_keys(key, lengths_C[c])
+            batch = tasks.eval_batch(
                 shared.task,
                 k_task,
                 1,

@@ -19,7 +19,9 @@ import jax
 import numpy as np
 import pytest
 
-from pe_research import checkpoints, cli, results, sweep, train
+from pe_research import cli, runs, train
+from pe_research.sweeps import sweep
+from pe_research.training import checkpoints
 
 TIMING = {"tokens_per_s", "elapsed_s", "compile_s", "seconds"}
 
@@ -40,11 +42,11 @@ FLAGS = [
 
 
 def rows(path):
-    return [{k: v for k, v in r.items() if k not in TIMING} for r in results.read_jsonl(path)]
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in runs.read_jsonl(path)]
 
 
 def final_params(run_dir):
-    cfg = results.load_config(run_dir)
+    cfg = runs.load_config(run_dir)
     graphdef, state = train.init_state(cfg, keys := train.keys_from_seed(cfg.seed))
     params = checkpoints.load_params(
         run_dir, state, {"data": keys.data, "positions": keys.positions}
@@ -73,7 +75,7 @@ def test_train_killed_and_rerun_resumes_bit_identically(tmp_path):
     )
     kill_at = random.Random().choice([40, 60, 80])
     kill_when(proc, lambda: any(s >= kill_at for s in checkpoints.steps(run)))
-    assert not results.is_done(run)
+    assert not runs.is_done(run)
     kept = checkpoints.steps(run)
     # The oldest is deleted once a newer one is complete, so a kill may leave KEEP + 1.
     assert kept and max(kept) < 120 and len(kept) <= checkpoints.KEEP + 1
@@ -85,15 +87,15 @@ def test_train_killed_and_rerun_resumes_bit_identically(tmp_path):
     with pytest.warns(UserWarning, match=f"checkpoint {max(kept)} .* cannot be read"):
         cli.main(["train", "--out", str(run), *FLAGS, "copy", "rope"])
 
-    assert results.is_done(run)
+    assert runs.is_done(run)
     assert checkpoints.steps(run) == [80, 100, 120] == checkpoints.steps(reference)
-    assert rows(run / results.METRICS) == rows(reference / results.METRICS)
-    assert rows(run / results.EVAL) == rows(reference / results.EVAL)
+    assert rows(run / runs.METRICS) == rows(reference / runs.METRICS)
+    assert rows(run / runs.EVAL) == rows(reference / runs.EVAL)
     for a, b in zip(final_params(run), final_params(reference), strict=True):
         np.testing.assert_array_equal(a, b)
 
     # A checkpoint holding another seed's streams (a copied run directory) is refused.
-    cfg = results.load_config(run)
+    cfg = runs.load_config(run)
     _, state = train.init_state(cfg, keys := train.keys_from_seed(cfg.seed + 1))
     with pytest.raises(ValueError, match="another seed's data key"):
         checkpoints.restore(run, 120, state, {"data": keys.data, "positions": keys.positions})
@@ -133,35 +135,35 @@ def test_sweep_killed_and_rerun_skips_finished_runs_and_resumes_the_interrupted(
         text=True,
     )
     # Kill once the first run is done and the second has checkpointed part of its training.
-    kill_when(proc, lambda: results.is_done(dirs[0]) and len(checkpoints.steps(dirs[1])) > 1)
-    assert not results.is_done(dirs[1])
-    first_done = (dirs[0] / results.DONE).stat().st_mtime_ns
+    kill_when(proc, lambda: runs.is_done(dirs[0]) and len(checkpoints.steps(dirs[1])) > 1)
+    assert not runs.is_done(dirs[1])
+    first_done = (dirs[0] / runs.DONE).stat().st_mtime_ns
 
     cli.main(["sweep", str(experiment), "--out", str(tmp_path / "run"), *flags])
     cli.main(["sweep", str(experiment), "--out", str(tmp_path / "reference"), *flags])
-    assert (dirs[0] / results.DONE).stat().st_mtime_ns == first_done  # not trained again
+    assert (dirs[0] / runs.DONE).stat().st_mtime_ns == first_done  # not trained again
     for name in ("summary.md", "results.csv"):
         ours = (tmp_path / "run" / name).read_text().replace(str(tmp_path / "run"), "OUT")
         theirs = (tmp_path / "reference" / name).read_text()
         assert ours == theirs.replace(str(tmp_path / "reference"), "OUT"), name
     for d in dirs:
         ref = tmp_path / "reference" / d.relative_to(tmp_path / "run")
-        assert rows(d / results.METRICS) == rows(ref / results.METRICS)
-        assert rows(d / results.EVAL) == rows(ref / results.EVAL)
-    assert json.loads((dirs[1] / results.CONFIG).read_text())["seed"] == 0
+        assert rows(d / runs.METRICS) == rows(ref / runs.METRICS)
+        assert rows(d / runs.EVAL) == rows(ref / runs.EVAL)
+    assert json.loads((dirs[1] / runs.CONFIG).read_text())["seed"] == 0
 
 
 def test_when_no_checkpoint_reads_back_training_starts_over(tmp_path):
     run = tmp_path / "run"
     short = ["40" if flag == "120" else flag for flag in FLAGS]  # 40 steps, checkpoints 20, 40
     cli.main(["train", "--out", str(run), *short, "copy", "nope"])
-    reference = rows(run / results.METRICS)
-    (run / results.DONE).unlink()  # as if killed after the last checkpoint
+    reference = rows(run / runs.METRICS)
+    (run / runs.DONE).unlink()  # as if killed after the last checkpoint
     for f in (p for p in (run / "checkpoints").rglob("*") if p.is_file()):
         f.write_bytes(b"")
     with pytest.warns(UserWarning, match="cannot be read"):
         cli.main(["train", "--out", str(run), *short, "copy", "nope"])
-    assert results.is_done(run) and rows(run / results.METRICS) == reference
+    assert runs.is_done(run) and rows(run / runs.METRICS) == reference
     assert checkpoints.steps(run) == [20, 40]
 
 
@@ -193,7 +195,7 @@ def test_packed_seeds_resume_from_the_newest_step_all_of_them_saved(tmp_path, mo
     assert [checkpoints.steps(d) for d in run] == [[20, 40], [20], [20]]
     _, params = train.train_group(cfgs, run, progress=False, checkpoint_every=20)
     for a, b in zip(run, reference, strict=True):
-        assert rows(a / results.METRICS) == rows(b / results.METRICS)
-        assert rows(a / results.EVAL) == rows(b / results.EVAL)
+        assert rows(a / runs.METRICS) == rows(b / runs.METRICS)
+        assert rows(a / runs.EVAL) == rows(b / runs.EVAL)
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(params_ref), strict=True):
         np.testing.assert_array_equal(a, b)

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from pe_research import cli, results
+from pe_research import cli, runs
 
 TINY_FLAGS = [
     "--no-progress",
@@ -40,7 +40,7 @@ def test_train_then_plot(tmp_path, capsys):
     config = json.loads((run_a / "config.json").read_text())
     assert config["encoding"]["name"] == "rope" and config["encoding"]["base"] == 500.0
     assert config["task"]["name"] == "reverse"
-    assert [r["length"] for r in results.read_jsonl(run_b / "eval.jsonl")] == [4, 8]
+    assert [r["length"] for r in runs.read_jsonl(run_b / "eval.jsonl")] == [4, 8]
 
     png = tmp_path / "fig" / "plot.png"
     cli.main(["plot", str(tmp_path), "--out", str(png), "--metric", "exact_match"])
@@ -73,7 +73,7 @@ def test_sweep_runs_an_experiment_file_and_skips_finished_runs(tmp_path, capsys)
     )
     out = tmp_path / "out"
     cli.main(["sweep", str(experiment), "--out", str(out), "--no-progress"])
-    assert len(results.find_runs([out])) == 2
+    assert len(runs.find_runs([out])) == 2
     assert is_png(out / "extrapolation_token_accuracy.png")
     first = capsys.readouterr().out
     assert "Trained 2 runs" in first and "offset: exact_match" in first

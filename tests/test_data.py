@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from pe_research import cli, encodings, evaluate, tasks, train
+from pe_research import cli, encodings, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.data import builders, catalog, loader
+from pe_research.training import evaluate
 
 # Two lengths in different power-of-two buckets; a config built from Python like a named one.
 TINY = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
@@ -65,7 +66,7 @@ def test_examples_are_pinned_by_the_version(task):
 
 @pytest.mark.parametrize("task", ["copy", "grid"])
 def test_built_examples_read_back_as_the_sampled_batches(data_dir, task):
-    """Stored trimmed, read through grain and padded to the bucket: evaluate.eval_batch's
+    """Stored trimmed, read through grain and padded to the bucket: tasks.eval_batch's
     batches (the next test shows evaluate scores them identically)."""
     eval_set = loader.EvalSet(f"tfds:pe_{task}/tiny", data_dir)
     sampled = builders._eval_batches(tasks.get(task), TINY)
@@ -121,7 +122,7 @@ def test_a_run_that_does_not_fit_the_built_set_is_refused(data_dir):
 
     def refused(match, **changes):
         with pytest.raises(ValueError, match=match):
-            dataclasses.replace(cfg, **changes).check()
+            evaluate.check_run(dataclasses.replace(cfg, **changes))
 
     refused("holds copy but this run's task is reverse", task=tasks.get("reverse"))
     refused(
@@ -137,7 +138,9 @@ def test_a_run_that_does_not_fit_the_built_set_is_refused(data_dir):
     refused("not a built dataset name", eval=dataclasses.replace(cfg.eval, data="copy/L16"))
     refused("pe_text is a corpus", eval=dataclasses.replace(cfg.eval, data="tfds:pe_text/kjv"))
     with pytest.raises(FileNotFoundError, match="build it with `pe-research data build copy"):
-        dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, data="tfds:pe_copy/L8")).check()
+        evaluate.check_run(
+            dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, data="tfds:pe_copy/L8"))
+        )
 
 
 def test_a_data_dir_holding_another_version_says_to_rebuild(data_dir, tmp_path):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pe_research import sweep
+from pe_research.sweeps import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.py"))

@@ -7,7 +7,8 @@ import textwrap
 
 from test_sweep import TINY_EXPERIMENT, run_together, trained_runs
 
-from pe_research import cli, results, sweep
+from pe_research import cli, runs
+from pe_research.sweeps import sweep
 
 
 def free_port():
@@ -41,4 +42,4 @@ def test_each_process_trains_its_shard_and_any_process_summarizes(tmp_path, caps
     assert "2 of 2 runs already finished" in capsys.readouterr().out
     with open(out / "results.csv", newline="") as f:
         assert {r["run"] for r in csv.DictReader(f)} == expected
-    assert not list(out.rglob(results.LOCK))
+    assert not list(out.rglob(runs.LOCK))

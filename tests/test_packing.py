@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from pe_research import encodings, results, tasks, train
+from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 
 TINY = RunConfig(
@@ -36,8 +36,8 @@ def alone(tmp_path_factory):
 
 
 def numbers(run_dir):
-    metrics = results.read_jsonl(run_dir / results.METRICS)
-    evals = results.read_jsonl(run_dir / results.EVAL)
+    metrics = runs.read_jsonl(run_dir / runs.METRICS)
+    evals = runs.read_jsonl(run_dir / runs.EVAL)
     return [m["loss"] for m in metrics] + [e["token_accuracy"] for e in evals]
 
 
@@ -50,7 +50,7 @@ def test_packed_seeds_equal_one_by_one(tmp_path, alone):
         np.testing.assert_allclose(numbers(packed_dirs[k]), expected, rtol=1e-5, atol=1e-6)
         for a, b in zip(jax.tree.leaves(params_K), jax.tree.leaves(params), strict=True):
             np.testing.assert_allclose(a[k], b, rtol=1e-5, atol=1e-6)
-        assert results.is_done(packed_dirs[k])
+        assert runs.is_done(packed_dirs[k])
     # Different seeds really are different runs.
     assert numbers(packed_dirs[0]) != numbers(packed_dirs[1])
 
@@ -65,7 +65,7 @@ MULTI_DEVICE = textwrap.dedent(
     """
     import dataclasses, json, sys
     import jax
-    from pe_research import train, results
+    from pe_research import train, runs
     from pe_research.config import RunConfig
     from pathlib import Path
 
@@ -106,12 +106,12 @@ def test_evaluation_encodings_share_one_training(tmp_path):
     )
     plain_dir, scaled_dir = tmp_path / "plain", tmp_path / "scaled"
     train.train_group([rope, scaled], [plain_dir, scaled_dir], progress=False)
-    plain_metrics = results.read_jsonl(plain_dir / results.METRICS)
-    assert plain_metrics == results.read_jsonl(scaled_dir / results.METRICS)
-    plain_eval = results.read_jsonl(plain_dir / results.EVAL)[0]
-    scaled_eval = results.read_jsonl(scaled_dir / results.EVAL)[0]
+    plain_metrics = runs.read_jsonl(plain_dir / runs.METRICS)
+    assert plain_metrics == runs.read_jsonl(scaled_dir / runs.METRICS)
+    plain_eval = runs.read_jsonl(plain_dir / runs.EVAL)[0]
+    scaled_eval = runs.read_jsonl(scaled_dir / runs.EVAL)[0]
     assert plain_eval["loss"] != scaled_eval["loss"]
-    assert results.load_config(scaled_dir).eval_encoding == scaled.eval_encoding
+    assert runs.load_config(scaled_dir).eval_encoding == scaled.eval_encoding
 
 
 def test_eval_encoding_must_fit_the_trained_parameters(tmp_path):

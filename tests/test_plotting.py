@@ -8,8 +8,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from pe_research import cli, encodings, plotting, results
+from pe_research import cli, encodings, runs
 from pe_research.config import RunConfig, TrainConfig
+from pe_research.sweeps import plotting
 
 TASKS, ENCODINGS, SEEDS, LENGTHS = ("copy", "reverse"), ("alibi", "nope", "rope"), (0, 1), (4, 8)
 
@@ -111,10 +112,10 @@ def fake_sweep(root):
             cfg = dataclasses.replace(
                 RunConfig(train=TrainConfig(train_length=4)), encoding=encodings.get(enc), seed=seed
             )
-            run = results.prepare(root / f"{enc}_{seed}", cfg)
+            run = runs.prepare(root / f"{enc}_{seed}", cfg)
             rows = [{"length": n, "token_accuracy": 0.5, "exact_match": 0.25} for n in LENGTHS]
-            results.write_jsonl(run / results.EVAL, rows)
-            results.mark_done(run)
+            runs.write_jsonl(run / runs.EVAL, rows)
+            runs.mark_done(run)
 
 
 def test_cli_plot_heatmap_pdf_and_make_figures_script(tmp_path, capsys):

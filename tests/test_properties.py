@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from pe_research import cli, encodings
-from pe_research.demonstrations import dog_sentence, precision_study
 from pe_research.encodings import Dims, Encoding
 from pe_research.encodings.absolute import Binary, Integer, NormalizedInteger, Sinusoidal
 from pe_research.encodings.rotary import RoPE, RoPEND, XPos
-from pe_research.probe import Probe
-from pe_research.properties import (
+from pe_research.essay.demonstrations import dog_sentence, precision_study
+from pe_research.essay.probe import Probe
+from pe_research.essay.properties import (
     consistency,
     linear_relation,
     longer_sequences,
@@ -23,7 +23,7 @@ from pe_research.properties import (
     uniqueness,
     wavelengths,
 )
-from pe_research.property_report import markdown_table, measure, parse_encoding
+from pe_research.essay.report import markdown_table, measure, parse_encoding
 
 SMALL = Dims(d_model=8, num_heads=1, head_dim=8)
 

@@ -25,8 +25,9 @@ import matplotlib.pyplot as plt
 import pytest
 
 import pe_research
-from pe_research import encodings, plotting, results, summary, sweep, tasks
+from pe_research import encodings, runs, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import plotting, summary, sweep
 
 TINY = RunConfig(
     task=tasks.get("copy"),
@@ -41,19 +42,19 @@ TIMING = {"tokens_per_s", "elapsed_s", "compile_s", "seconds"}
 
 def fake_run(run_dir, cfg, value):
     """A finished run directory with made-up numbers (no training)."""
-    results.prepare(run_dir, cfg, overwrite=True)
+    runs.prepare(run_dir, cfg, overwrite=True)
     rows = [
         {"length": n, "token_accuracy": value, "exact_match": value / 2, "loss": 1.0}
         for n in cfg.eval_lengths
     ]
-    results.write_jsonl(run_dir / results.EVAL, rows)
-    results.mark_done(run_dir)
+    runs.write_jsonl(run_dir / runs.EVAL, rows)
+    runs.mark_done(run_dir)
     return run_dir
 
 
 def failed_run(run_dir, cfg, step, reason="loss became nan"):
-    results.prepare(run_dir, cfg, overwrite=True)
-    results.mark_failed(run_dir, step=step, reason=reason)
+    runs.prepare(run_dir, cfg, overwrite=True)
+    runs.mark_failed(run_dir, step=step, reason=reason)
     return run_dir
 
 
@@ -64,7 +65,7 @@ def test_config_json_records_the_code_and_the_devices(tmp_path):
     import flax
     import jax
 
-    recorded = json.loads((results.prepare(tmp_path / "run", TINY) / results.CONFIG).read_text())
+    recorded = json.loads((runs.prepare(tmp_path / "run", TINY) / runs.CONFIG).read_text())
     versions = recorded["versions"]
     assert versions["pe_research"] == pe_research.__version__
     assert versions["jax"] == jax.__version__ and versions["flax"] == flax.__version__
@@ -83,16 +84,16 @@ def test_config_json_records_the_code_and_the_devices(tmp_path):
         assert versions["git_dirty"] == bool(diff.strip())
     else:  # an installed copy: nothing is claimed
         assert "git_commit" not in versions
-    assert results.read_versions(tmp_path / "run") == versions
+    assert runs.read_versions(tmp_path / "run") == versions
 
 
 def test_summary_keeps_runs_of_different_code_apart_and_warns(tmp_path):
     dirs = [fake_run(tmp_path / f"copy/nope/seed{s}", dataclasses.replace(TINY, seed=s), 0.5)
             for s in range(3)]  # fmt: skip
-    recorded = json.loads((dirs[2] / results.CONFIG).read_text())
+    recorded = json.loads((dirs[2] / runs.CONFIG).read_text())
     recorded["versions"].update(git_commit="0" * 40, jax="0.0.1", git_dirty=False)
-    (dirs[2] / results.CONFIG).write_text(json.dumps(recorded))
-    (dirs[2] / results.EVAL).write_text(
+    (dirs[2] / runs.CONFIG).write_text(json.dumps(recorded))
+    (dirs[2] / runs.EVAL).write_text(
         "".join(json.dumps({"length": n, "token_accuracy": 0.9, "exact_match": 0.4, "loss": 1.0})
                 + "\n" for n in (3, 6))
     )  # fmt: skip
@@ -124,14 +125,14 @@ def test_summary_keeps_runs_of_different_code_apart_and_warns(tmp_path):
 
 def test_mark_failed_records_step_and_reason(tmp_path):
     run_dir = failed_run(tmp_path / "run", TINY, step=7)
-    record = results.failure(run_dir)
+    record = runs.failure(run_dir)
     assert record["step"] == 7 and record["reason"] == "loss became nan" and record["time"]
-    assert not results.is_done(run_dir) and sweep.is_finished(run_dir)
-    assert results.failure(tmp_path) is None
-    (run_dir / results.FAILED).write_text("diverged\n")  # made by hand: still a failure
-    assert results.failure(run_dir)["step"] == -1
-    results.prepare(run_dir, TINY)  # training it again starts without the old failure
-    assert results.failure(run_dir) is None
+    assert not runs.is_done(run_dir) and runs.is_finished(run_dir)
+    assert runs.failure(tmp_path) is None
+    (run_dir / runs.FAILED).write_text("diverged\n")  # made by hand: still a failure
+    assert runs.failure(run_dir)["step"] == -1
+    runs.prepare(run_dir, TINY)  # training it again starts without the old failure
+    assert runs.failure(run_dir) is None
 
 
 def test_failed_runs_are_shown_not_hidden(tmp_path):
@@ -188,11 +189,11 @@ def test_same_config_and_seed_give_identical_rows(tmp_path):
 
     for name in ("a", "b"):
         train.train(TINY, tmp_path / name, progress=False)
-    for name in (results.METRICS, results.EVAL):
-        a = results.read_jsonl(tmp_path / "a" / name)
-        b = results.read_jsonl(tmp_path / "b" / name)
+    for name in (runs.METRICS, runs.EVAL):
+        a = runs.read_jsonl(tmp_path / "a" / name)
+        b = runs.read_jsonl(tmp_path / "b" / name)
         assert len(a) == len(b) > 0 and comparable(a) == comparable(b), name
-    assert [r["step"] for r in results.read_jsonl(tmp_path / "a" / results.METRICS)] == [1, 2, 3]
+    assert [r["step"] for r in runs.read_jsonl(tmp_path / "a" / runs.METRICS)] == [1, 2, 3]
 
 
 def test_a_diverging_run_is_marked_failed_and_the_sweep_goes_on(tmp_path, capsys):
@@ -207,7 +208,7 @@ def test_a_diverging_run_is_marked_failed_and_the_sweep_goes_on(tmp_path, capsys
     dirs = [sweep.run_dir_for(tmp_path, c) for c in cfgs]
     done = sweep.run_sweep(cfgs, tmp_path, progress=False)
     out = capsys.readouterr().out
-    record = results.failure(dirs[0])
+    record = runs.failure(dirs[0])
     assert record is not None, out
     assert 1 <= record["step"] <= 4 and "learning_rate" in record["reason"]
     assert done.failed == [dirs[0]] and done.trained == [dirs[1]] and done.complete
@@ -221,4 +222,4 @@ def test_a_diverging_run_is_marked_failed_and_the_sweep_goes_on(tmp_path, capsys
     assert "pass --retry-failed" in capsys.readouterr().out
 
     done = sweep.run_sweep(cfgs, tmp_path, progress=False, retry_failed=True)
-    assert done.failed == [dirs[0]] and results.failure(dirs[0])["step"] == record["step"]
+    assert done.failed == [dirs[0]] and runs.failure(dirs[0])["step"] == record["step"]

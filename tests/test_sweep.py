@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from pe_research import cli, encodings, results, summary, sweep, tasks, train
+from pe_research import cli, encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import summary, sweep
 
 TINY_EXPERIMENT = """
 from pe_research import encodings, tasks
@@ -48,7 +49,7 @@ def tiny(task="copy", encoding="nope", seed=0, lengths=(3, 6)):
 
 def fake_run(run_dir, cfg, value, *, done=True):
     """A run directory as training writes it, with made-up numbers (no training)."""
-    results.prepare(run_dir, cfg, overwrite=True)
+    runs.prepare(run_dir, cfg, overwrite=True)
     rows = [
         {
             "length": n,
@@ -58,9 +59,9 @@ def fake_run(run_dir, cfg, value, *, done=True):
         }
         for n in cfg.eval_lengths
     ]
-    results.write_jsonl(run_dir / results.EVAL, rows)
+    runs.write_jsonl(run_dir / runs.EVAL, rows)
     if done:
-        results.mark_done(run_dir)
+        runs.mark_done(run_dir)
 
 
 def fake_train_group(calls):
@@ -71,7 +72,7 @@ def fake_train_group(calls):
             {
                 "seeds": [c.seed for c in cfgs],
                 "encodings": {c.encoding.label() for c in cfgs},
-                "claimed": all(results.claim_holder(d) for d in run_dirs),
+                "claimed": all(runs.claim_holder(d) for d in run_dirs),
             }
         )
         for cfg, run_dir in zip(cfgs, run_dirs, strict=True):
@@ -95,12 +96,12 @@ def test_summary_equals_the_mean_of_the_rows_and_the_csv_round_trips(tmp_path):
     summary.write_summary(tmp_path, rows, "token_accuracy")
     with open(tmp_path / "results.csv", newline="") as f:
         table = list(csv.DictReader(f))
-    assert tuple(table[0]) == results.CSV_COLUMNS
+    assert tuple(table[0]) == runs.CSV_COLUMNS
     assert len(table) == 5 * len(lengths)  # one row per finished run x length
     assert all(float(r["token_accuracy"]) < 2 for r in table), "unfinished run summarized"
     for r in table:
-        assert (tmp_path / r["run"] / results.DONE).exists()
-        evaluated = results.read_jsonl(tmp_path / r["run"] / results.EVAL)
+        assert (tmp_path / r["run"] / runs.DONE).exists()
+        evaluated = runs.read_jsonl(tmp_path / r["run"] / runs.EVAL)
         assert float(r["token_accuracy"]) == next(
             e["token_accuracy"] for e in evaluated if e["length"] == int(r["length"])
         )
@@ -156,8 +157,8 @@ def test_runs_differing_only_in_seed_train_together_and_unfinished_runs_are_redo
         {"seeds": [0, 1], "encodings": {"rope"}, "claimed": True},
     ]
     assert done.complete and done.trained == dirs[1:]
-    assert not list(tmp_path.rglob(results.LOCK)), "claims must be released"
-    assert results.read_jsonl(dirs[2] / results.EVAL)[0]["token_accuracy"] < 2
+    assert not list(tmp_path.rglob(runs.LOCK)), "claims must be released"
+    assert runs.read_jsonl(dirs[2] / runs.EVAL)[0]["token_accuracy"] < 2
     assert "1 of 4 runs already finished" in capsys.readouterr().out
 
     sweep.run_sweep(cfgs, tmp_path, progress=False)
@@ -171,7 +172,7 @@ def test_claims_are_released_when_training_fails(tmp_path, monkeypatch):
     monkeypatch.setattr(train, "train_group", full_disk)
     with pytest.raises(OSError, match="No space left"):
         sweep.run_sweep([tiny()], tmp_path, progress=False)
-    assert not list(tmp_path.rglob(results.LOCK))
+    assert not list(tmp_path.rglob(runs.LOCK))
 
 
 def test_a_diverged_group_does_not_stop_the_sweep(tmp_path, monkeypatch, capsys):
@@ -186,8 +187,8 @@ def test_a_diverged_group_does_not_stop_the_sweep(tmp_path, monkeypatch, capsys)
     def train_group(group, run_dirs, *, progress=True, checkpoint_every=None):
         if any(c.encoding.label() == "nope" for c in group) and len(calls) < 2:
             calls.append({"seeds": [c.seed for c in group]})
-            results.prepare(run_dirs[0], group[0])
-            results.mark_failed(run_dirs[0], step=2, reason="loss became nan")
+            runs.prepare(run_dirs[0], group[0])
+            runs.mark_failed(run_dirs[0], step=2, reason="loss became nan")
             raise train.TrainingDiverged("loss became nan by step 2")
         normal(group, run_dirs, progress=progress)
 
@@ -197,7 +198,7 @@ def test_a_diverged_group_does_not_stop_the_sweep(tmp_path, monkeypatch, capsys)
     assert done.failed == [dirs[0]] and done.unfinished == [dirs[1]]
     assert done.trained == dirs[2:] and not done.complete
     assert "FAILED at step 2: loss became nan" in out and "left unfinished" in out
-    assert not list(tmp_path.rglob(results.LOCK))
+    assert not list(tmp_path.rglob(runs.LOCK))
 
     done = sweep.run_sweep(cfgs, tmp_path, progress=False)  # only the unfinished run
     assert done.trained == [dirs[1]] and done.complete and done.failed_runs == [dirs[0]]
@@ -206,16 +207,16 @@ def test_a_diverged_group_does_not_stop_the_sweep(tmp_path, monkeypatch, capsys)
 
     done = sweep.run_sweep(cfgs, tmp_path, progress=False, retry_failed=True)
     assert done.trained == [dirs[0]] and not done.failed_runs
-    assert not results.is_failed(dirs[0]) and "--retry-failed" in capsys.readouterr().out
+    assert not runs.is_failed(dirs[0]) and "--retry-failed" in capsys.readouterr().out
 
 
 def test_a_finished_run_of_another_config_is_refused(tmp_path):
     cfg = tiny()
     run_dir = sweep.run_dir_for(tmp_path, cfg)
     fake_run(run_dir, cfg, 0.5)
-    edited = json.loads((run_dir / results.CONFIG).read_text())
+    edited = json.loads((run_dir / runs.CONFIG).read_text())
     edited["model"]["d_model"] = 32
-    (run_dir / results.CONFIG).write_text(json.dumps(edited))
+    (run_dir / runs.CONFIG).write_text(json.dumps(edited))
     with pytest.raises(ValueError, match=r"model.d_model: 32 in the file, 16 expected.*Delete"):
         sweep.run_sweep([cfg], tmp_path, progress=False)
 
@@ -223,8 +224,8 @@ def test_a_finished_run_of_another_config_is_refused(tmp_path):
 def test_a_run_claimed_by_a_live_process_is_left_to_it(tmp_path, monkeypatch, capsys):
     cfgs = [tiny(encoding=e) for e in ("nope", "rope")]
     dirs = [sweep.run_dir_for(tmp_path, c) for c in cfgs]
-    assert results.try_claim(dirs[0])  # held by this (live) process
-    assert not results.try_claim(dirs[0])
+    assert runs.try_claim(dirs[0])  # held by this (live) process
+    assert not runs.try_claim(dirs[0])
     calls = []
     monkeypatch.setattr(train, "train_group", fake_train_group(calls))
 
@@ -233,7 +234,7 @@ def test_a_run_claimed_by_a_live_process_is_left_to_it(tmp_path, monkeypatch, ca
     assert f"pid {os.getpid()}" in done.claimed_by_others[dirs[0]]
     assert "Left 1 run to the processes that claimed them" in capsys.readouterr().out
 
-    results.release(dirs[0])
+    runs.release(dirs[0])
     assert sweep.run_sweep(cfgs, tmp_path, progress=False).trained == [dirs[0]]
 
 
@@ -244,26 +245,26 @@ def dead_pid():
 
 
 def test_stale_claims_are_taken_over(tmp_path, capsys):
-    lock = tmp_path / results.LOCK
+    lock = tmp_path / runs.LOCK
     lock.write_text(json.dumps({"host": socket.gethostname(), "pid": dead_pid()}))
-    assert results.try_claim(tmp_path)
+    assert runs.try_claim(tmp_path)
     assert "took over a stale claim" in capsys.readouterr().out
     assert json.loads(lock.read_text())["pid"] == os.getpid()
-    results.release(tmp_path)
+    runs.release(tmp_path)
     assert not lock.exists()
 
     # A PID on another host cannot be checked: the claim stands.
     lock.write_text(json.dumps({"host": "another-host.invalid", "pid": dead_pid()}))
-    assert not results.try_claim(tmp_path)
-    results.release(tmp_path)  # not ours: left alone
+    assert not runs.try_claim(tmp_path)
+    runs.release(tmp_path)  # not ours: left alone
     assert lock.exists()
 
     # Unreadable: a writer that is starting, or one that died before writing its name.
     lock.write_text("")
-    assert not results.try_claim(tmp_path)
-    old = time.time() - 2 * results.UNREADABLE_CLAIM_STALE_S
+    assert not runs.try_claim(tmp_path)
+    old = time.time() - 2 * runs.UNREADABLE_CLAIM_STALE_S
     os.utime(lock, (old, old))
-    assert results.try_claim(tmp_path)
+    assert runs.try_claim(tmp_path)
 
 
 def test_shards_partition_the_grid_and_keep_seeds_together():
@@ -341,9 +342,9 @@ def test_two_processes_sweeping_one_folder_train_each_run_once(tmp_path):
     trained = [run for output in outputs for run in trained_runs(output)]
     assert sorted(trained) == expected, outputs  # every run once, by one of the two
     for run in expected:
-        steps = [r["step"] for r in results.read_jsonl(out / run / results.METRICS)]
+        steps = [r["step"] for r in runs.read_jsonl(out / run / runs.METRICS)]
         assert steps == [1, 2, 3], f"{run}: rows of two trainings mixed"
-        assert [r["length"] for r in results.read_jsonl(out / run / results.EVAL)] == [3, 6]
-    assert not list(out.rglob(results.LOCK))
+        assert [r["length"] for r in runs.read_jsonl(out / run / runs.EVAL)] == [3, 6]
+    assert not list(out.rglob(runs.LOCK))
     with open(out / "results.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 2 * len(expected)

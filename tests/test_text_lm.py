@@ -8,9 +8,10 @@ import jax
 import numpy as np
 import pytest
 
-from pe_research import cli, encodings, evaluate, plotting, results, tasks, train
+from pe_research import cli, encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.data import store, text
+from pe_research.sweeps import plotting
 
 NOT_UTF8 = b"\xff\xfe\x80 caf\xe9 \xc3\x28\n"
 
@@ -76,7 +77,7 @@ def test_byte_lm_windows_are_contiguous_text_of_their_split(corpus):
         assert is_substring(np.append(inputs[b], targets[b, -1]), train_bytes)
     held = task.held_out()
     assert held.split == "validation"
-    batch = evaluate.eval_batch(held, jax.random.key(1), 4, 16, pad_to=32, causal=True)
+    batch = tasks.eval_batch(held, jax.random.key(1), 4, 16, pad_to=32, causal=True)
     inputs = np.asarray(batch.inputs)
     assert np.asarray(batch.valid).sum(axis=1).tolist() == [16] * 4
     assert (inputs[:, 16:] == task.pad).all()
@@ -97,7 +98,7 @@ def test_byte_lm_trains_and_reports_bits_per_byte(corpus, tmp_path):
         eval=EvalConfig(lengths=(16, 32), batch_size=4),
     )
     train.train(cfg, tmp_path / "run", progress=False)
-    rows = list(results.eval_rows([tmp_path / "run"]))
+    rows = list(runs.eval_rows([tmp_path / "run"]))
     assert [row["length"] for row in rows] == [16, 32]
     for row in rows:
         assert row["bits_per_byte"] == pytest.approx(row["loss"] / math.log(2), rel=1e-5)

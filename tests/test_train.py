@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from pe_research import encodings, results, tasks, train
+from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 
 TINY = RunConfig(
@@ -64,7 +64,7 @@ def test_tiny_model_learns_copy_in_distribution(tmp_path):
         eval=EvalConfig(lengths=(2, 5, 8), batch_size=64),
     )
     train.train(cfg, tmp_path / "run", progress=False)
-    rows = results.read_jsonl(tmp_path / "run" / results.EVAL)
+    rows = runs.read_jsonl(tmp_path / "run" / runs.EVAL)
     accuracy = np.mean([r["token_accuracy"] for r in rows])
     assert accuracy >= 0.95, rows
 
@@ -72,18 +72,18 @@ def test_tiny_model_learns_copy_in_distribution(tmp_path):
 def test_run_directory_contents(tmp_path):
     run = tmp_path / "run"
     train.train(TINY, run, progress=False)
-    config = json.loads((run / results.CONFIG).read_text())
+    config = json.loads((run / runs.CONFIG).read_text())
     assert config["encoding"] == {**encodings.to_dict(TINY.encoding), "name": "rope"}
     assert config["task"]["name"] == "copy"
     assert {"jax", "flax", "pe_research", "device"} <= set(config["versions"])
-    assert results.load_config(run) == TINY
-    metrics = results.read_jsonl(run / results.METRICS)
+    assert runs.load_config(run) == TINY
+    metrics = runs.read_jsonl(run / runs.METRICS)
     assert [m["step"] for m in metrics] == [2, 4, 6]
     assert {"loss", "accuracy", "grad_norm", "tokens_per_s"} <= set(metrics[0])
     assert "compile_s" in metrics[0]
-    evals = results.read_jsonl(run / results.EVAL)
+    evals = runs.read_jsonl(run / runs.EVAL)
     assert [r["length"] for r in evals] == [4, 8]
-    assert results.is_done(run)
+    assert runs.is_done(run)
 
 
 def test_finished_run_is_refused_unless_overwrite(tmp_path):
@@ -96,7 +96,7 @@ def test_finished_run_is_refused_unless_overwrite(tmp_path):
     )
     train.train(longer, run, overwrite=True, progress=False)
     # The old run's rows are gone, not mixed with the new ones.
-    assert [m["step"] for m in results.read_jsonl(run / results.METRICS)] == [1, 2, 3, 4]
+    assert [m["step"] for m in runs.read_jsonl(run / runs.METRICS)] == [1, 2, 3, 4]
 
 
 def test_diverging_run_stops_with_a_clear_message(tmp_path):
@@ -112,11 +112,11 @@ def test_diverging_run_stops_with_a_clear_message(tmp_path):
     cfg = dataclasses.replace(TINY, train=explode)
     with pytest.raises(train.TrainingDiverged, match="lower learning_rate"):
         train.train(cfg, tmp_path / "run", progress=False)
-    assert not results.is_done(tmp_path / "run")
+    assert not runs.is_done(tmp_path / "run")
 
 
 def test_torn_last_line_is_skipped(tmp_path):
     path = tmp_path / "m.jsonl"
     path.write_text('{"step": 1}\n{"step": 2}\n{"ste')
     with pytest.warns(UserWarning, match="torn last line"):
-        assert results.read_jsonl(path) == [{"step": 1}, {"step": 2}]
+        assert runs.read_jsonl(path) == [{"step": 1}, {"step": 2}]

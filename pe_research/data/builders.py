@@ -6,7 +6,7 @@ default evaluation grid of a model trained at length 16 (16, 32, ..., 128) for d
 `L16-encoder` the same for encoders; `per_length` sequences per length. Building needs no
 TensorFlow: examples are written as array_record and read back with `tfds.data_source`.
 
-An example is one sequence exactly as evaluation samples it on the fly (`evaluate.eval_batch`
+An example is one sequence exactly as evaluation samples it on the fly (`tasks.eval_batch`
 with the key of the evaluation seed and the length, padded to the length's bucket), stored
 trimmed to `task.seq_len(n)`; read back, it is padded with PAD and masks. Evaluating from the
 built set and sampling on the fly therefore score identical sequences with identical numbers
@@ -32,7 +32,7 @@ import jax
 import numpy as np
 import tensorflow_datasets as tfds
 
-from pe_research import evaluate, tasks
+from pe_research import tasks
 from pe_research.config import EvalConfig, RunConfig, task_label
 from pe_research.data import store
 from pe_research.tasks import Batch, Task
@@ -74,9 +74,9 @@ def _eval_batches(task: Task, config: TaskConfig) -> list[Batch]:
     root = jax.random.key(config.seed)
     out = []
     for n in config.lengths:
-        k_task, _ = evaluate.length_keys(root, n)
-        pad_to = evaluate.bucket(task.seq_len(n, config.causal))
-        batch = evaluate.eval_batch(
+        k_task, _ = tasks.length_keys(root, n)
+        pad_to = tasks.bucket(task.seq_len(n, config.causal))
+        batch = tasks.eval_batch(
             task, k_task, config.per_length, n, pad_to=pad_to, causal=config.causal
         )
         out.append(batch)
@@ -85,7 +85,7 @@ def _eval_batches(task: Task, config: TaskConfig) -> list[Batch]:
 
 def generate(task: Task, config: TaskConfig) -> Iterator[tuple[int, dict[str, Any]]]:
     """(key, example) of every sequence of `config`, lengths in order: what evaluation samples
-    (`evaluate.eval_batch` with the length's key), trimmed to the sequence's width."""
+    (`tasks.eval_batch` with the length's key), trimmed to the sequence's width."""
     for i, (n, batch) in enumerate(zip(config.lengths, _eval_batches(task, config), strict=True)):
         width = task.seq_len(n, config.causal)
         fields = {k: np.asarray(v)[:, :width] for k, v in batch._asdict().items() if v is not None}
@@ -124,7 +124,7 @@ class TaskBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
                 f"pe_research task {task_label(task)} ({type(task).__name__}), "
                 f"{config.per_length} sequences per length for lengths {list(config.lengths)}, "
                 f"{'decoder' if config.causal else 'encoder'} form, evaluation seed {config.seed}. "
-                "Examples equal pe_research.evaluate's on-the-fly samples."
+                "Examples equal pe_research.training.evaluate's on-the-fly samples."
             ),
             features=tfds.features.FeaturesDict(features),
             disable_shuffling=True,  # examples stay in generation order: length by length
@@ -146,7 +146,7 @@ class TaskBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
 
 
 def _first_version(task: str) -> dict[str, str]:
-    return {"1.0.0": f"first version: evaluate.eval_batch of tasks.get({task!r})"}
+    return {"1.0.0": f"first version: tasks.eval_batch of tasks.get({task!r})"}
 
 
 class PeCopy(TaskBuilder):

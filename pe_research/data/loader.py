@@ -12,7 +12,7 @@ import grain
 import numpy as np
 import tensorflow_datasets as tfds
 
-from pe_research import evaluate
+from pe_research import tasks
 from pe_research.data import builders
 from pe_research.tasks import Batch
 
@@ -83,7 +83,7 @@ def read_throughput(spec: str, data_dir: str | Path | None = None) -> dict[str, 
     examples = 0
     t0 = time.perf_counter()
     for n in built.lengths:
-        pad_to = evaluate.bucket(built.task.seq_len(n, built.causal))
+        pad_to = tasks.bucket(built.task.seq_len(n, built.causal))
         batch = eval_set.batch(n, built.per_length, pad_to)
         examples += batch.inputs.shape[0]
     seconds = time.perf_counter() - t0

@@ -1,4 +1,4 @@
-"""Figures as pure functions of result rows (see `results.eval_rows`): rows in, Figure out.
+"""Figures as pure functions of result rows (see `runs.eval_rows`): rows in, Figure out.
 
 A row may carry `chance`, the score of guessing: a number (the chance level of the metric being
 plotted) or a dict metric -> number. Line plots draw it as a dotted line where present.
@@ -13,12 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg")  # headless: figures are written to files, never shown
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 METRICS = {
     "token_accuracy": "token accuracy",
@@ -74,7 +71,10 @@ def _chance(row: dict[str, Any], metric: str) -> float | None:
 
 
 def _panels(num: int, width: float, height: float, **kwargs: Any):
-    return plt.subplots(1, num, figsize=(width * num, height), squeeze=False, **kwargs)
+    # Figures drawn by Agg without pyplot: no global backend to set, no figures to close.
+    fig = Figure(figsize=(width * num, height))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(1, num, squeeze=False, **kwargs)
 
 
 def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy") -> Figure:
@@ -92,7 +92,7 @@ def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_ac
     task_names = sorted(table)
     fig, axes = _panels(len(task_names), 4.2, 3.6, sharey=True)
     encodings = sorted({enc for t in table.values() for enc in t})
-    colors = {enc: plt.cm.tab10(i % 10) for i, enc in enumerate(encodings)}
+    colors = {enc: matplotlib.colormaps["tab10"](i % 10) for i, enc in enumerate(encodings)}
     for ax, task in zip(axes[0], task_names, strict=True):
         for enc, by_length in sorted(table[task].items()):
             lengths = np.array(sorted(by_length))
@@ -173,9 +173,8 @@ FIGURE_STEMS = {"lines": "extrapolation", "heatmap": "heatmap"}
 
 
 def save(fig: Figure, path) -> None:
-    """Save a figure (format from the suffix: .png, .pdf, .svg) and close it."""
+    """Save a figure (format from the suffix: .png, .pdf, .svg)."""
     fig.savefig(path, dpi=130)
-    plt.close(fig)
 
 
 def write_figures(
@@ -198,5 +197,4 @@ def write_figures(
             for fmt in formats:
                 paths.append(out_dir / f"{FIGURE_STEMS[kind]}_{metric}.{fmt}")
                 fig.savefig(paths[-1], dpi=130)
-            plt.close(fig)
     return paths

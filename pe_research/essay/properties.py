@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pe_research.encodings.absolute import Sinusoidal
-from pe_research.probe import (
+from pe_research.essay.probe import (
     NotApplicable,
     Probe,
     cos_frequency,
@@ -330,8 +330,8 @@ def n_dimensional(probe: Probe, axes: int = 2, n: int = 6) -> dict[str, Any]:
 
 def longer_sequences(label: str, rows: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Pr3: token accuracy in distribution and at 2x, 4x, 8x the training length, mean over the
-    runs of this encoding, per task; from sweep result rows (`results.eval_rows`)."""
-    from pe_research import summary
+    runs of this encoding, per task; from sweep result rows (`runs.eval_rows`)."""
+    from pe_research.sweeps import summary
 
     if rows is None:
         return {"measured": False, "reason": "not measured: pass --results DIR of a sweep"}

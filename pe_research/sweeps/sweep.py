@@ -7,7 +7,7 @@ finished (shown as failed in the summary, retried only with `retry_failed`); the
 with the next group. Runs that differ only in their seed are trained together
 (`train.train_group`).
 
-Several processes can share one output folder: each run is claimed (results.try_claim) before
+Several processes can share one output folder: each run is claimed (runs.try_claim) before
 training, and a run claimed by a live process is left to it. Several hosts split the grid into
 shards (`--shard I/N`, or one shard per JAX process); once every shard is done, any process
 writes the summary: results.csv (tidy rows), summary.md and the plots.
@@ -28,8 +28,9 @@ from types import ModuleType
 
 from tqdm.auto import tqdm
 
-from pe_research import results, train
+from pe_research import runs, train
 from pe_research.config import RunConfig, encoding_label, task_label
+from pe_research.training import evaluate
 
 
 def load_experiment(name_or_path: str) -> ModuleType:
@@ -154,7 +155,7 @@ class SweepResult:
     claimed_by_others: dict[Path, str]
     """Runs left unfinished to the live processes that claimed them -> who."""
     failed: list[Path] = dataclasses.field(default_factory=list)
-    """Runs this process trained that failed (their loss diverged: results.mark_failed)."""
+    """Runs this process trained that failed (their loss diverged: runs.mark_failed)."""
     unfinished: list[Path] = dataclasses.field(default_factory=list)
     """Runs this process started whose group stopped (TrainingDiverged) before they finished or
     were marked failed: the next run of the sweep trains them again."""
@@ -162,21 +163,16 @@ class SweepResult:
     @property
     def finished(self) -> list[Path]:
         """Runs that are done or failed: neither is trained again by a rerun."""
-        return [d for d in self.dirs if is_finished(d)]
+        return [d for d in self.dirs if runs.is_finished(d)]
 
     @property
     def failed_runs(self) -> list[Path]:
         """Every failed run of the experiment (this process's and earlier ones)."""
-        return [d for d in self.dirs if is_finished(d) and not results.is_done(d)]
+        return [d for d in self.dirs if runs.is_finished(d) and not runs.is_done(d)]
 
     @property
     def complete(self) -> bool:
-        return all(is_finished(d) for d in self.dirs)
-
-
-def is_finished(run_dir: Path) -> bool:
-    """Done, or failed for good (deterministic: rerunning it would fail the same way)."""
-    return results.is_done(run_dir) or results.is_failed(run_dir)
+        return all(runs.is_finished(d) for d in self.dirs)
 
 
 def run_sweep(
@@ -190,14 +186,14 @@ def run_sweep(
 ) -> SweepResult:
     """Train every run of this shard that is neither finished nor claimed by a live process.
 
-    A failed run (its loss diverged; results.mark_failed) is finished: it is not trained again,
+    A failed run (its loss diverged; runs.mark_failed) is finished: it is not trained again,
     since it would fail the same way, unless `retry_failed`. A group whose training raises
     train.TrainingDiverged does not stop the sweep: the runs it marked failed stay failed, and
     its other unfinished runs are trained again by the next run of the sweep.
     """
     root = Path(root)
     for cfg in configs:
-        cfg.check()  # fail before any training, not halfway through the sweep
+        evaluate.check_run(cfg)  # fail before any training, not halfway through the sweep
     dirs = [run_dir_for(root, cfg) for cfg in configs]
     first: dict[Path, int] = {}
     for i, d in enumerate(dirs):
@@ -209,18 +205,19 @@ def run_sweep(
         first[d] = i
     groups = group_by_seed(configs)
     mine = shard_of(groups, *shard)
-    runs = [i for group in mine for i in group]
-    for i in runs:  # a finished run is only skipped if it really is this run
-        if is_finished(dirs[i]):
-            results.check_same_config(dirs[i], configs[i])
+    mine_runs = [i for group in mine for i in group]
+    for i in mine_runs:  # a finished run is only skipped if it really is this run
+        if runs.is_finished(dirs[i]):
+            runs.check_same_config(dirs[i], configs[i])
 
     def skip(i: int) -> bool:
-        return results.is_done(dirs[i]) or (results.is_failed(dirs[i]) and not retry_failed)
+        return runs.is_done(dirs[i]) or (runs.is_failed(dirs[i]) and not retry_failed)
 
-    todo = [i for i in runs if not skip(i)]
-    failed_before = [i for i in runs if results.is_failed(dirs[i]) and not results.is_done(dirs[i])]
+    todo = [i for i in mine_runs if not skip(i)]
+    failed_before = [i for i in mine_runs if runs.is_failed(dirs[i]) and not runs.is_done(dirs[i])]
     where = f"Shard {shard[0]}/{shard[1]}: " if shard[1] > 1 else ""
-    print(f"{where}{len(runs) - len(todo)} of {len(runs)} runs already finished; skipping them.")
+    skipped = len(mine_runs) - len(todo)
+    print(f"{where}{skipped} of {len(mine_runs)} runs already finished; skipping them.")
     if failed_before and retry_failed:
         print(f"Training {_runs(len(failed_before))} that failed before again (--retry-failed).")
     elif failed_before:
@@ -239,11 +236,11 @@ def run_sweep(
             for i in group:
                 if skip(i):
                     continue
-                if not results.try_claim(dirs[i]):
-                    holder = results.claim_holder(dirs[i]) or "a process now finished"
+                if not runs.try_claim(dirs[i]):
+                    holder = runs.claim_holder(dirs[i]) or "a process now finished"
                     out.claimed_by_others[dirs[i]] = holder
                 elif skip(i):  # finished by its holder since we looked
-                    results.release(dirs[i])
+                    runs.release(dirs[i])
                 else:
                     claimed.append(i)
             if claimed:
@@ -252,7 +249,7 @@ def run_sweep(
                 )
         finally:
             for i in claimed:
-                results.release(dirs[i])
+                runs.release(dirs[i])
         bar.update(sum(i in todo_set for i in group))
     bar.close()
     _report(out, time.perf_counter() - t0)
@@ -271,7 +268,7 @@ def _train_claimed(
 ) -> None:
     """Train one group's claimed runs; sort them into trained, failed and unfinished."""
     for i in claimed:  # a retried run starts over: its old failure no longer stands
-        results.clear_failure(dirs[i])
+        runs.clear_failure(dirs[i])
     t_group = time.perf_counter()
     stopped = None
     try:
@@ -289,12 +286,12 @@ def _train_claimed(
     for i in claimed:
         d = dirs[i]
         count = f"[{len(out.trained) + len(out.failed) + 1}/{total}] {d.relative_to(root)}"
-        if results.is_done(d):
+        if runs.is_done(d):
             out.trained.append(d)
-            rows = results.read_jsonl(d / results.EVAL)
+            rows = runs.read_jsonl(d / runs.EVAL)
             accuracy = " ".join(f"{r['length']}:{r['token_accuracy']:.2f}" for r in rows)
             tqdm.write(f"{count} ({seconds:.0f} s{together}) token accuracy by length {accuracy}")
-        elif (record := results.failure(d)) is not None:
+        elif (record := runs.failure(d)) is not None:
             out.failed.append(d)
             tqdm.write(f"{count} FAILED at step {record['step']}: {record['reason']}")
         else:
@@ -317,16 +314,16 @@ def _report(out: SweepResult, seconds: float) -> None:
             "again unless --retry-failed):"
         )
         for d in out.failed:
-            record = results.failure(d) or {}
+            record = runs.failure(d) or {}
             print(f"  {d}: step {record.get('step')}: {record.get('reason')}")
     if out.unfinished:
         print(f"{_runs(len(out.unfinished))} left unfinished: rerun the sweep to train them.")
-    others = {d: h for d, h in out.claimed_by_others.items() if not is_finished(d)}
+    others = {d: h for d, h in out.claimed_by_others.items() if not runs.is_finished(d)}
     out.claimed_by_others = others
     if others:
         print(f"Left {_runs(len(others))} to the processes that claimed them:")
         for d, holder in others.items():
-            print(f"  {d} ({holder}; if that process is gone, delete {d / results.LOCK})")
+            print(f"  {d} ({holder}; if that process is gone, delete {d / runs.LOCK})")
 
 
 def _runs(n: int) -> str:

@@ -23,11 +23,11 @@ import numpy as np
 from flax import nnx
 from matplotlib.figure import Figure
 
-from pe_research import evaluate, results
+from pe_research import runs, tasks
 from pe_research.config import RunConfig
+from pe_research.essay.probe import rotation_pairs
 from pe_research.model import Transformer
-from pe_research.plotting import plt
-from pe_research.probe import rotation_pairs
+from pe_research.training import evaluate
 
 MULTIPLES = (1, 4)  # attention maps at the training length and at 4x
 
@@ -35,19 +35,20 @@ MULTIPLES = (1, 4)  # attention maps at the training length and at 4x
 def finished_config(run_dir: Path) -> RunConfig:
     """The config of a finished run; ValueError if `run_dir` holds no finished run."""
     run_dir = Path(run_dir)
-    if not results.is_done(run_dir):
+    if not runs.is_done(run_dir):
         raise ValueError(
-            f"{run_dir} has no {results.DONE} file: it is not a finished run (still training, "
+            f"{run_dir} has no {runs.DONE} file: it is not a finished run (still training, "
             "interrupted, or not a run directory). Finish it with `pe-research train --out "
             f"{run_dir} ...` (or rerun its sweep), then analyze it."
         )
-    return results.load_config(run_dir)
+    return runs.load_config(run_dir)
 
 
 def trained_model(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, str]:
     """(graphdef, params, where the parameters came from) of a finished run: its final
     checkpoint, or else a retraining."""
-    from pe_research import checkpoints, train
+    from pe_research import train
+    from pe_research.training import checkpoints
 
     cfg = dataclasses.replace(cfg, eval_encoding=None)
     steps = checkpoints.steps(run_dir)
@@ -77,7 +78,7 @@ def retrain(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, dict[str,
 
     prog = train.build_program(cfg, [cfg.seed])
     state = prog.state
-    recorded = {r["step"]: r for r in results.read_jsonl(Path(run_dir) / results.METRICS)}
+    recorded = {r["step"]: r for r in runs.read_jsonl(Path(run_dir) / runs.METRICS)}
     diff: dict[str, float] = {}
     for i in range(1, cfg.train.steps + 1):
         state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
@@ -94,7 +95,7 @@ def evaluation_sequence(cfg: RunConfig, length: int) -> dict[str, jax.Array]:
     to its real tokens: tokens_1L, pos_1L (or pos_1LA), valid_1L, targets_1L, loss_mask_1L."""
     causal = cfg.model.causal
     k_task, k_pos = jax.random.split(jax.random.fold_in(jax.random.key(cfg.eval.seed), length))
-    pad_to = evaluate.bucket(cfg.task.seq_len(length, causal))
+    pad_to = tasks.bucket(cfg.task.seq_len(length, causal))
     # One compiled program instead of an eager compile per operation.
     sample = jax.jit(cfg.task.sample, static_argnums=(1, 2), static_argnames=_STATIC)
     batch = sample(
@@ -195,7 +196,8 @@ def frequency_usage(
 def attention_figure(probs_LHQM: list[np.ndarray], title: str) -> Figure:
     """Rows: layers; columns: heads; each panel one head's attention (query x key)."""
     layers, heads = len(probs_LHQM), probs_LHQM[0].shape[0]
-    fig, axes = plt.subplots(layers, heads, figsize=(2.6 * heads, 2.5 * layers), squeeze=False)
+    fig = Figure(figsize=(2.6 * heads, 2.5 * layers))
+    axes = fig.subplots(layers, heads, squeeze=False)
     for layer, probs_HQM in enumerate(probs_LHQM):
         for h in range(heads):
             ax = axes[layer][h]
@@ -212,7 +214,8 @@ def attention_figure(probs_LHQM: list[np.ndarray], title: str) -> Figure:
 def frequency_figure(usage_by_layer: list[dict[str, Any]], title: str) -> Figure:
     """Heads x frequency bands (highest first), the mean norm of q and of k in each band."""
     layers = len(usage_by_layer)
-    fig, axes = plt.subplots(layers, 2, figsize=(9.0, 2.4 * layers + 0.6), squeeze=False)
+    fig = Figure(figsize=(9.0, 2.4 * layers + 0.6))
+    axes = fig.subplots(layers, 2, squeeze=False)
     for layer, usage in enumerate(usage_by_layer):
         ticks = usage["labels"]
         for j, which in enumerate(("q", "k")):
@@ -247,7 +250,7 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
     def forward(params: Any, tokens_BL, pos_BL, valid_BL) -> dict[str, Any]:
         return attention_layers(nnx.merge(model_graphdef, params), tokens_BL, pos_BL, valid_BL)
 
-    recorded = {r["length"]: r for r in results.read_jsonl(run_dir / results.EVAL)}
+    recorded = {r["length"]: r for r in runs.read_jsonl(run_dir / runs.EVAL)}
     n = cfg.train.train_length
     lines = [
         f"Analysis of {run_dir}: task {cfg.task.name}, encoding {enc.label()}, seed {cfg.seed}.",
@@ -268,7 +271,6 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
         )
         paths.append(out_dir / f"{stem}.png")
         fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
         recorded_acc = recorded.get(length, {}).get("token_accuracy")
         lines.append(
             f"\nLength {length} ({multiple}x), first evaluation sequence ({probs[0].shape[-1]} "
@@ -296,7 +298,6 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
         fig = frequency_figure(usage_1x, f"{run_dir.name}: {enc.label()}, frequency usage at {n}")
         paths.append(out_dir / "frequency_usage.png")
         fig.savefig(paths[-1], dpi=110)
-        plt.close(fig)
         lines.append("\nFrequency usage (Barbero et al. 2025), mean |q| per rotated pair:")
         for layer, u in enumerate(usage_1x):
             top = np.argmax(u["q"], axis=-1)
@@ -308,5 +309,5 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
         lines.append("\nFrequency usage: not applicable (the encoding rotates no q, k pair).")
     summary = "\n".join(lines) + "\n"
     paths.append(out_dir / "summary.txt")
-    results.write_atomic(paths[-1], summary)
+    runs.write_atomic(paths[-1], summary)
     return summary, paths

@@ -21,12 +21,17 @@ from flax import nnx
 from tqdm.auto import tqdm
 
 from pe_research.config import RunConfig
-from pe_research.tasks import Batch, Task
+from pe_research.data import builders, loader
+from pe_research.model import abstract_model
+from pe_research.tasks import Batch, bucket, eval_batch, length_keys
 
 
-def bucket(width: int) -> int:
-    """The smallest power of two >= width."""
-    return 1 << max(width - 1, 0).bit_length()
+def check_run(cfg: RunConfig) -> None:
+    """`cfg.check()`, and that the built evaluation set it names (if any) holds exactly what the
+    run evaluates; ValueError names what does not fit."""
+    cfg.check()
+    if cfg.eval.data is not None:
+        builders.check_run(cfg)
 
 
 def buckets(cfg: RunConfig) -> dict[int, int]:
@@ -39,7 +44,6 @@ def eval_graphdef(cfg: RunConfig, graphdef: nnx.GraphDef) -> nnx.GraphDef:
     (for example RoPE with a context-extension scaling applied without retraining)."""
     if cfg.eval_encoding is None:
         return graphdef
-    from pe_research.model import abstract_model
 
     def build(encoding):
         return abstract_model(cfg.model, encoding, cfg.task.vocab_size)
@@ -53,22 +57,6 @@ def eval_graphdef(cfg: RunConfig, graphdef: nnx.GraphDef) -> nnx.GraphDef:
             "same kind (for example the same RoPE with a scaling)."
         )
     return new_graphdef
-
-
-def length_keys(root: jax.Array, length: int | jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(data key, positions key) of evaluation length n: from the evaluation seed and n only."""
-    k_task, k_pos = jax.random.split(jax.random.fold_in(root, length))
-    return k_task, k_pos
-
-
-def eval_batch(
-    task: Task, key: jax.Array, batch_size: int, length: Any, *, pad_to: int, causal: bool
-) -> Batch:
-    """The evaluation batch of one length: `batch_size` sequences of exactly `length`, from the
-    task's held-out data. Built evaluation sets (pe_research.data) store exactly these."""
-    return task.held_out().sample(
-        key, batch_size, length, min_length=length, pad_to=pad_to, causal=causal
-    )
 
 
 def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
@@ -120,8 +108,6 @@ def evaluate_packed(
     eval_fn = make_eval_fn(cfg, graphdef)
     eval_set = None
     if cfg.eval.data is not None:
-        from pe_research.data import loader
-
         eval_set = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir)
     data = cfg.task.describe_eval_data(cfg.eval.seed) if eval_set is None else eval_set.label
     K = jax.tree.leaves(params_K)[0].shape[0]

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pe_research.encodings import Dims, Encoding
-from pe_research.probe import DIMS, NotApplicable, Probe, first_line
-from pe_research.properties import (
+from pe_research.essay.probe import DIMS, NotApplicable, Probe, first_line
+from pe_research.essay.properties import (
     NO_SIGNAL,
     OFFSETS,
     consistency,

@@ -2,9 +2,9 @@
 2x, 4x, 8x the training length, mean and spread over seeds), written as results.csv and
 summary.md next to the runs.
 
-Nothing is hidden or mixed silently: a failed run (a diverged loss, see results.mark_failed)
+Nothing is hidden or mixed silently: a failed run (a diverged loss, see runs.mark_failed)
 appears as `failed@step N` and in a "Failed runs" section, and runs produced by different code
-(package version, git commit, jax or flax version; results.code_version) are kept in separate
+(package version, git commit, jax or flax version; runs.code_version) are kept in separate
 rows tagged [code A], [code B], ... under a warning that lists which runs differ.
 """
 
@@ -18,16 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pe_research import results
+from pe_research import runs
 
 
 def finished_rows(dirs: list[Path]) -> list[dict[str, Any]]:
     """Result rows of the finished runs among `dirs`: the evaluation rows of done runs and, for
-    failed runs, rows that say so (`results.failed_rows`). An unfinished run is never
+    failed runs, rows that say so (`runs.failed_rows`). An unfinished run is never
     summarized."""
-    done = [d for d in dirs if results.is_done(d)]
-    failed = [d for d in dirs if not results.is_done(d) and results.is_failed(d)]
-    return list(results.eval_rows(done)) + list(results.failed_rows(failed))
+    done = [d for d in dirs if runs.is_done(d)]
+    failed = [d for d in dirs if not runs.is_done(d) and runs.is_failed(d)]
+    return list(runs.eval_rows(done)) + list(runs.failed_rows(failed))
 
 
 def is_failed(row: dict[str, Any]) -> bool:
@@ -258,10 +258,10 @@ def write_summary(root: Path, rows: list[dict[str, Any]], metric: str) -> list[P
     the failed runs). Warns when the rows come from different code versions."""
     root = Path(root)
     csv_path, md_path = root / "results.csv", root / "summary.md"
-    results.write_csv(csv_path, [{**r, "run": os.path.relpath(r["run"], root)} for r in rows])
+    runs.write_csv(csv_path, [{**r, "run": os.path.relpath(r["run"], root)} for r in rows])
     failures = failed_runs(rows, root)
     failures = f"## Failed runs\n\n{failures}\n" if failures else ""
-    results.write_atomic(
+    runs.write_atomic(
         md_path,
         f"# Summary of {root}\n\n{generalization_table(rows, metric)}\n{failures}"
         f"## {metric} by evaluation length\n\n```\n{summary_table(rows, metric)}```\n",

@@ -23,9 +23,9 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from pe_research import results
+from pe_research import runs
 
-DIR = results.CHECKPOINTS
+DIR = runs.CHECKPOINTS
 KEEP = 3
 
 # Orbax logs every save at INFO through absl; a run saves often, so keep it to warnings.

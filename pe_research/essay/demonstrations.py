@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import matplotlib
 import numpy as np
 from flax import nnx
 from matplotlib.figure import Figure
@@ -24,8 +25,7 @@ from matplotlib.figure import Figure
 from pe_research import encodings
 from pe_research.config import ModelConfig
 from pe_research.encodings import Dims, Encoding
-from pe_research.plotting import plt
-from pe_research.probe import DIMS, Probe, positions
+from pe_research.essay.probe import DIMS, Probe, positions
 
 DOG = "The dog chased another dog"
 
@@ -100,7 +100,7 @@ def components_figure(
 ) -> Figure:
     """Top: six components of PE(p) against p (static versions of the essay's animations).
     Bottom: a token embedding plus PE(p), its first three components, p = 0..n-1 by colour."""
-    fig = plt.figure(figsize=(4.2 * len(encoding_list), 7.2))
+    fig = Figure(figsize=(4.2 * len(encoding_list), 7.2))
     token_D = np.random.default_rng(seed).standard_normal(d_model)
     p_P = np.arange(n)
     for i, enc in enumerate(encoding_list):
@@ -124,9 +124,8 @@ def components_figure(
 
 def similarity_figure(encoding_list: list[Encoding], n: int = 128, d_model: int = 64) -> Figure:
     """PE(p) . PE(q) for p, q in 0..n-1: one panel per additive encoding."""
-    fig, axes = plt.subplots(
-        1, len(encoding_list), figsize=(3.6 * len(encoding_list), 3.4), squeeze=False
-    )
+    fig = Figure(figsize=(3.6 * len(encoding_list), 3.4))
+    axes = fig.subplots(1, len(encoding_list), squeeze=False)
     for ax, enc in zip(axes[0], encoding_list, strict=True):
         V = additive_vectors(enc, n, d_model)
         image = ax.imshow(V @ V.T, cmap="viridis", origin="lower")
@@ -171,7 +170,8 @@ def rotary_decay(
 
 
 def decay_figure(decay: dict[str, dict[str, list[float]]]) -> Figure:
-    fig, axes = plt.subplots(1, len(decay), figsize=(5.2 * len(decay), 3.6), squeeze=False)
+    fig = Figure(figsize=(5.2 * len(decay), 3.6))
+    axes = fig.subplots(1, len(decay), squeeze=False)
     titles = {"base": "RoPE bases (and xPos)", "p": "p-RoPE, base 10000"}
     for ax, (panel, lines) in zip(axes[0], decay.items(), strict=True):
         for label, scores in lines.items():
@@ -236,14 +236,15 @@ def precision_study(
 def precision_figure(studies: dict[str, dict[str, dict[str, Any]]]) -> Figure:
     """Error against float64 by position, one panel per study; the maximum over log-spaced bins,
     a cross at the first position whose neighbour gets the same encoding."""
-    fig, axes = plt.subplots(1, len(studies), figsize=(5.4 * len(studies), 3.8), squeeze=False)
+    fig = Figure(figsize=(5.4 * len(studies), 3.8))
+    axes = fig.subplots(1, len(studies), squeeze=False)
     for ax, (title, study) in zip(axes[0], studies.items(), strict=True):
         for i, (name, s) in enumerate(study.items()):
             err_P = s["error_by_position"]
             edges = np.unique(np.geomspace(1, len(err_P), 120).astype(int))
             peak = [err_P[a:b].max() for a, b in zip(edges[:-1], edges[1:], strict=True)]
             peak = np.where(np.isfinite(peak), peak, np.nan)
-            color = plt.cm.tab10(i)
+            color = matplotlib.colormaps["tab10"](i)
             ax.plot(edges[:-1], np.maximum(peak, 1e-12), lw=1, color=color, label=name)
             if (p := s["first_indistinct"]) is not None and p > 0:
                 finite = err_P[p] if np.isfinite(err_P[p]) else 1.0
@@ -295,7 +296,6 @@ def write_demonstrations(
     for stem, fig in figures.items():
         paths.append(out_dir / f"{stem}.png")
         fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
     data = {
         "dog": dog_sentence(encoding_list),
         "rotary_decay": {

@@ -1,0 +1,45 @@
+"""Run storage: run directories and the plain files in them, beside training.
+
+    files.py       atomic writes, JSONL rows, write errors that say what to do
+    provenance.py  which code and machine produced a run
+    directory.py   a run directory's files and lifecycle: prepare, DONE, FAILED, config.json
+    claims.py      one process trains a run at a time (LOCK)
+    rows.py        tidy rows of finished runs, results.csv
+
+The names below are the public API of run storage (`from pe_research import runs`).
+"""
+
+from pe_research.runs.claims import claim_holder, release, try_claim
+from pe_research.runs.directory import (
+    CHECKPOINTS,
+    CONFIG,
+    DONE,
+    EVAL,
+    FAILED,
+    LOCK,
+    METRICS,
+    check_same_config,
+    clear_failure,
+    failure,
+    find_runs,
+    is_done,
+    is_failed,
+    is_finished,
+    load_config,
+    mark_done,
+    mark_failed,
+    prepare,
+    read_versions,
+)
+from pe_research.runs.files import WriteError, read_jsonl, write_atomic, write_error, write_jsonl
+from pe_research.runs.provenance import code_version, source_revision, versions
+from pe_research.runs.rows import CSV_COLUMNS, eval_rows, failed_rows, write_csv
+
+__all__ = [
+    "CHECKPOINTS", "CONFIG", "CSV_COLUMNS", "DONE", "EVAL", "FAILED", "LOCK", "METRICS",
+    "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
+    "eval_rows", "failed_rows", "failure", "find_runs", "is_done", "is_failed", "is_finished",
+    "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",
+    "release", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
+    "write_error", "write_jsonl",
+]  # fmt: skip

@@ -1,0 +1,86 @@
+"""Files of a run written so that a crash never leaves half of one: atomic whole-file writes,
+JSONL rows, and errors that say which file could not be written and what to do.
+
+Whole files are written to a temporary name and renamed; the append-only metrics file is the
+exception, and `read_jsonl` skips a torn last line.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the whole new one.
+
+    OSError (a full disk, an unwritable folder) leaves `path` as it was and names what to do.
+    """
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise write_error(path, e) from None
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise write_error(path, e) from None
+        raise
+
+
+class WriteError(OSError):
+    """A file of a run could not be written; the message says which and what to do."""
+
+
+def write_error(path: Path, e: OSError) -> WriteError:
+    """`e`, reworded to say which file could not be written and what to do about it."""
+    if isinstance(e, WriteError):
+        return e
+    if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        advice = "free some space (or raise the quota) or write to another folder with --out"
+    elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        advice = "choose a folder you can write to with --out, or fix its permissions"
+    else:
+        advice = "check that the output folder (--out) can be created and written"
+    unchanged = f"; {path} is unchanged" if path.is_file() else ""
+    return WriteError(e.errno, f"could not write {path} ({e.strerror or e}): {advice}{unchanged}.")
+
+
+def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    write_atomic(path, "".join(json.dumps(row) + "\n" for row in rows))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a torn last line (a crash mid-append) is skipped with a warning."""
+    rows = []
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                msg = (
+                    f"{path}: skipped a torn last line (interrupted write); the {len(rows)} rows "
+                    "before it are read."
+                )
+                warnings.warn(msg, stacklevel=2)
+                continue
+            raise ValueError(
+                f"{path}:{i + 1} is not valid JSON and is not the last line, so it is not an "
+                f"interrupted write but a damaged file: delete {path.parent} and rerun it."
+            ) from None
+    return rows

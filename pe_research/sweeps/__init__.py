@@ -1,0 +1,7 @@
+"""Sweeps and reporting, on top of training and run storage.
+
+experiments.py  experiment files: loading them, their scales and shared presets
+sweep.py        run an experiment: run directories, claims, shards, seed packing
+summary.py      per-length tables, the generalization table, results.csv and summary.md
+plotting.py     rows -> matplotlib Figure (lines with seed bands, heatmaps)
+"""

@@ -1,0 +1,43 @@
+"""Training on top of the core: the pure step, packed programs, the loop that writes run
+directories, checkpoints and per-length evaluation.
+
+    step.py         optimizer, loss, model state, the pure step
+    program.py      runs that differ only in their seed packed into one compiled program
+    loop.py         train / train_group: resume, log, checkpoint, evaluate, finish
+    checkpoints.py  orbax checkpoints of a run
+    evaluate.py     per-length metrics on length buckets
+"""
+
+from pe_research.training.loop import CHECKPOINT_EVERY, TrainingDiverged, train, train_group
+from pe_research.training.program import Placement, Program, build_program, group_key
+from pe_research.training.step import (
+    Keys,
+    TrainState,
+    init_model,
+    init_state,
+    keys_from_seed,
+    loss_and_metrics,
+    make_optimizer,
+    make_step,
+    make_train_step,
+)
+
+__all__ = [
+    "CHECKPOINT_EVERY",
+    "Keys",
+    "Placement",
+    "Program",
+    "TrainState",
+    "TrainingDiverged",
+    "build_program",
+    "group_key",
+    "init_model",
+    "init_state",
+    "keys_from_seed",
+    "loss_and_metrics",
+    "make_optimizer",
+    "make_step",
+    "make_train_step",
+    "train",
+    "train_group",
+]

@@ -1,0 +1,115 @@
+"""The training step: optimizer, loss, model state and the pure step function.
+
+The NNX model is split once into a static graph definition and a parameter pytree; the step is a
+pure function (state, data_key, pos_key) -> (state, metrics). Batches and positions are sampled
+on device inside the step from keys folded with the step number, so the loop never builds data
+on the host.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from pe_research.config import RunConfig, TrainConfig
+from pe_research.model import Transformer
+from pe_research.tasks import Batch
+
+
+class TrainState(NamedTuple):
+    step: jax.Array
+    params: Any  # nnx.State of the model's parameters
+    opt_state: Any
+
+
+class Keys(NamedTuple):
+    """One seed, split by purpose, so changing one stream never shifts another."""
+
+    init: jax.Array
+    data: jax.Array
+    positions: jax.Array
+
+
+def keys_from_seed(seed: int) -> Keys:
+    return Keys(*jax.random.split(jax.random.key(seed), 3))
+
+
+def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
+    """AdamW with linear warmup, cosine decay to 10% and global-norm gradient clipping."""
+    schedule = optax.warmup_cosine_decay_schedule(
+        init_value=0.0,
+        peak_value=cfg.learning_rate,
+        warmup_steps=min(cfg.warmup_steps, cfg.steps - 1),
+        decay_steps=cfg.steps,
+        end_value=0.1 * cfg.learning_rate,
+    )
+
+    def decay_matrices(params: Any) -> Any:
+        return jax.tree.map(lambda p: p.ndim >= 2, params)
+
+    return optax.chain(
+        optax.clip_by_global_norm(cfg.grad_clip),
+        optax.adamw(schedule, weight_decay=cfg.weight_decay, mask=decay_matrices),
+    )
+
+
+def loss_and_metrics(logits_BLV: jax.Array, batch: Batch) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Mean cross entropy and token accuracy over the scored positions."""
+    nll_BL = optax.softmax_cross_entropy_with_integer_labels(logits_BLV, batch.targets)
+    mask_BL = batch.loss_mask.astype(jnp.float32)
+    count = jnp.maximum(mask_BL.sum(), 1.0)
+    loss = (nll_BL * mask_BL).sum() / count
+    correct_BL = (jnp.argmax(logits_BLV, axis=-1) == batch.targets).astype(jnp.float32)
+    return loss, {"loss": loss, "accuracy": (correct_BL * mask_BL).sum() / count}
+
+
+def init_model(cfg: RunConfig, key: jax.Array) -> tuple[nnx.GraphDef, Any]:
+    """The model's graph definition (static) and parameters (a pytree)."""
+    model = Transformer(cfg.model, cfg.encoding, cfg.task.vocab_size, rngs=nnx.Rngs(params=key))
+    return nnx.split(model)
+
+
+def init_state(cfg: RunConfig, keys: Keys) -> tuple[nnx.GraphDef, TrainState]:
+    graphdef, params = init_model(cfg, keys.init)
+    opt_state = make_optimizer(cfg.train).init(params)
+    return graphdef, TrainState(jnp.zeros((), jnp.int32), params, opt_state)
+
+
+def make_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None):
+    """The pure, unjitted step (state, data_key, pos_key) -> (state, metrics) of one model.
+
+    `batch_sharding`, if given, constrains the sampled batch (data parallelism over devices).
+    """
+    tx = make_optimizer(cfg.train)
+    task, sampler, causal = cfg.task, cfg.positions, cfg.model.causal
+    batch_size, length = cfg.train.batch_size, cfg.train.train_length
+
+    def loss_fn(params: Any, batch: Batch, pos_BL: jax.Array):
+        model = nnx.merge(graphdef, params)
+        return loss_and_metrics(model(batch.inputs, pos_BL, batch.valid), batch)
+
+    def step(state: TrainState, data_key: jax.Array, pos_key: jax.Array):
+        batch = task.sample(
+            jax.random.fold_in(data_key, state.step), batch_size, length, causal=causal
+        )
+        if batch_sharding is not None:
+            batch = jax.lax.with_sharding_constraint(batch, batch_sharding)
+        pos_BL = sampler.sample(
+            jax.random.fold_in(pos_key, state.step), batch.valid, coords_BLA=batch.coords
+        )
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, pos_BL)
+        updates, opt_state = tx.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        metrics["grad_norm"] = optax.tree.norm(grads)
+        return TrainState(state.step + 1, params, opt_state), metrics
+
+    return step
+
+
+def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
+    """The step of one model, jitted with its state donated."""
+    return jax.jit(make_step(cfg, graphdef), donate_argnums=0)
