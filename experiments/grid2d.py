@@ -33,12 +33,11 @@ Result (token accuracy / exact match by grid side, mean of 2 seeds; trained on s
 
 from pe_research import encodings, positions, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps.experiments import GPU_MODEL, gpu_train
 
 SCALES = {
     "cpu": (ModelConfig(), TrainConfig(steps=600, batch_size=32, train_length=4), (4, 5, 6, 8)),
-    "gpu": (ModelConfig(num_layers=4, d_model=256, num_heads=8, mlp_dim=1024),
-            TrainConfig(steps=5000, batch_size=128, train_length=8, learning_rate=5e-4),
-            (8, 10, 12, 16)),
+    "gpu": (GPU_MODEL, gpu_train(train_length=8), (8, 10, 12, 16)),
 }  # fmt: skip
 SEEDS = (0, 1)
 

@@ -36,8 +36,11 @@ absolute sinusoidal near zero out of distribution):
   a 6-layer, d_model 256 model for 5,000 steps, closer to the paper's setting.
 """
 
+import dataclasses
+
 from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps.experiments import GPU_MODEL, gpu_train
 
 ENCODINGS = [
     encodings.get("nope"),
@@ -52,10 +55,8 @@ SEEDS = (0, 1, 2)
 SCALES = {
     "cpu": (ModelConfig(), TrainConfig(steps=500, batch_size=32, train_length=20)),
     "gpu": (
-        ModelConfig(num_layers=6, d_model=256, num_heads=8, mlp_dim=1024),
-        TrainConfig(
-            steps=5000, batch_size=128, train_length=20, learning_rate=5e-4, warmup_steps=500
-        ),
+        dataclasses.replace(GPU_MODEL, num_layers=6),
+        gpu_train(train_length=20, warmup_steps=500),
     ),
 }
 

@@ -33,15 +33,12 @@ Result (token accuracy in distribution / 2x / 4x / 8x, seed 0):
 """
 
 from pe_research import encodings, tasks
-from pe_research.config import ModelConfig, RunConfig, TrainConfig
+from pe_research.config import RunConfig
+from pe_research.sweeps.experiments import STANDARD_SCALES
 
 BASES = (100.0, 1e3, 1e4, 1e5, 1e6)
 TASKS = ["copy", "reverse", "offset"]
-SCALES = {
-    "cpu": (ModelConfig(), TrainConfig(steps=500, train_length=16)),
-    "gpu": (ModelConfig(num_layers=4, d_model=256, num_heads=8, mlp_dim=1024),
-            TrainConfig(steps=5000, batch_size=128, train_length=32, learning_rate=5e-4)),
-}  # fmt: skip
+SCALES = STANDARD_SCALES
 
 
 def runs(scale: str = "cpu") -> list[RunConfig]:

@@ -1,10 +1,19 @@
 """pe_research: positional encodings for transformers, in JAX and Flax NNX.
 
 Dimension key for array names (`x_BLD`, `logits_BHLM`, ...) and einsum strings:
-    B batch             L query length        M key length
-    D model width       H heads               K head dimension
+    B batch              L query length       M key length
+    D model width        H heads              K head dimension
     J rotary frequencies F MLP width          V vocabulary
-    P table positions   T full sequence (one longer than L)
+    A position axes      P table positions    N buckets
+    S packed models (one per seed; `params_S` has a leading axis of S models)
+
+Layers, each importing only those below it (pyproject.toml [tool.importlinter] checks this):
+    cli
+    bench | sweeps/ | essay/      speed; experiments, summaries, plots; the essay and analysis
+    train, training/              the pure step, packed programs, the loop, checkpoints, evaluation
+    runs/ | data.catalog          run directories and their files; building datasets
+    data.loader, data.builders    built evaluation sets
+    model, config, tasks | positions, encodings | metrics | data.text, registry | data.store
 """
 
 __version__ = "0.1.0"

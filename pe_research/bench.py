@@ -17,6 +17,7 @@ the forward). XLA's own count of the compiled step is reported next to it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import statistics
 import tempfile
@@ -48,8 +49,12 @@ def _on_event(event: str, **_: Any) -> None:
         _COUNTS["cache_hits"] += 1
 
 
-jax.monitoring.register_event_duration_secs_listener(_on_duration)
-jax.monitoring.register_event_listener(_on_event)
+@functools.cache
+def _listen() -> None:
+    """Register the counting listeners with JAX, once per process, when first needed: jax has
+    no public way to remove a listener, so importing this module must not add one."""
+    jax.monitoring.register_event_duration_secs_listener(_on_duration)
+    jax.monitoring.register_event_listener(_on_event)
 
 
 class CompileCounter:
@@ -57,6 +62,7 @@ class CompileCounter:
     `.cache_hits` came from the persistent compilation cache, so `.xla_compiles` were compiled."""
 
     def __enter__(self) -> CompileCounter:
+        _listen()
         self._start = dict(_COUNTS)
         return self
 
@@ -196,10 +202,10 @@ def measure_eval(cfg: RunConfig, lengths: int = 8) -> dict[str, Any]:
         cfg, eval=dataclasses.replace(cfg.eval, lengths=cfg.eval_lengths[:lengths])
     )
     graphdef, state = train.init_state(cfg, train.keys_from_seed(0))
-    params_K = jax.tree.map(lambda x: x[None], state.params)
+    params_S = jax.tree.map(lambda x: x[None], state.params)
     with CompileCounter() as counter:
         t0 = time.perf_counter()
-        evaluate.evaluate_packed(cfg, graphdef, params_K)
+        evaluate.evaluate_packed(cfg, graphdef, params_S)
         seconds = time.perf_counter() - t0
     return {
         "eval_lengths": list(cfg.eval_lengths),
@@ -284,7 +290,7 @@ def run_peer_example(log: Callable[[str], None] = print) -> dict[str, Any]:
         "compiles": counter.compiles,
         "xla_compiles": counter.xla_compiles,
         "train_tokens_per_s": float(np.median([r["tokens_per_s"] for r in metrics[1:]])),
-        "final_train_accuracy": metrics[-1]["accuracy"],
+        "final_train_accuracy": metrics[-1]["token_accuracy"],
         "accuracy_by_length": {r["length"]: round(r["token_accuracy"], 3) for r in rows},
     }
     log(
@@ -292,6 +298,30 @@ def run_peer_example(log: Callable[[str], None] = print) -> dict[str, Any]:
         f"lengths), {out['compiles']} compiles"
     )
     return out
+
+
+def run(
+    workloads: tuple[str, ...] = ("peer", "default", "small-d128"),
+    *,
+    ks: tuple[int, ...] = (1, 2, 4, 8),
+    steps: int = 10,
+    repeats: int = 5,
+    encodings_: tuple[str, ...] | None = None,
+    out: Path = Path("runs/bench"),
+    log: Callable[[str], None] = print,
+) -> list[Path]:
+    """Measure each named workload (`peer-example` end to end) and write OUT/WORKLOAD.json."""
+    paths = []
+    for name in workloads:
+        if name == "peer-example":
+            row = run_peer_example(log)
+        else:
+            row = run_workload(
+                name, ks=ks, steps=steps, repeats=repeats, encodings_=encodings_, log=log
+            )
+        paths.append(write(out, row))
+        log(f"Wrote {paths[-1]}")
+    return paths
 
 
 def write(out_dir: Path, row: dict[str, Any]) -> Path:

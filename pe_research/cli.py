@@ -1,4 +1,4 @@
-"""The `pe-research` command line: thin wrappers that parse typed configs and call the library.
+"""The `pe-research` command line: each command parses its options and calls one library function.
 
 pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
 pe-research sweep EXPERIMENT [--out DIR] [--scale S] [--metric M] [--shard I/N]
@@ -16,15 +16,20 @@ import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
+import jax
 import tyro
 
+from pe_research import bench as bench_lib
 from pe_research.config import RunConfig
+from pe_research.data import catalog
+from pe_research.essay import analysis, report
+from pe_research.metrics import MetricName
+from pe_research.sweeps import plotting
+from pe_research.sweeps import sweep as sweep_lib
 
 
 def _enable_compilation_cache() -> None:
     """Reuse compiled programs across processes (set PE_RESEARCH_JAX_CACHE='' to disable)."""
-    import jax
-
     cache = os.environ.get("PE_RESEARCH_JAX_CACHE", str(Path.home() / ".cache/pe_research/jax"))
     if cache:
         jax.config.update("jax_compilation_cache_dir", cache)
@@ -48,25 +53,17 @@ def train(
 
     Example: pe-research train --train.steps 500 --out runs/rev reverse rope --base 500
     """
-    from pe_research import runs
-    from pe_research import train as train_lib
-    from pe_research.sweeps import summary
-
     _enable_compilation_cache()
-    train_lib.train(
+    sweep_lib.train_and_report(
         cfg, out, overwrite=overwrite, progress=progress, checkpoint_every=checkpoint_every
     )
-    rows = list(runs.eval_rows([out]))
-    print(summary.summary_table(rows, "token_accuracy"))
-    print(summary.summary_table(rows, "exact_match"))
-    print(f"Run directory: {out}")
 
 
 def sweep(
     experiment: tyro.conf.Positional[str],
     out: Path | None = None,
     scale: str | None = None,
-    metric: Literal["token_accuracy", "exact_match", "bits_per_byte"] | None = None,
+    metric: MetricName | None = None,
     shard: str | None = None,
     coordinator: str | None = None,
     num_processes: int | None = None,
@@ -89,49 +86,24 @@ def sweep(
     A run whose loss diverges is marked failed and shown as failed@step N in the tables; it is
     finished (a rerun skips it, as it would fail the same way) unless --retry-failed.
     """
-    from pe_research.sweeps import plotting, summary
-    from pe_research.sweeps import sweep as sweep_lib
-
     sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
-    if shard is not None:
-        index, count = sweep_lib.parse_shard(shard)
-    else:
-        import jax
-
-        index, count = jax.process_index(), jax.process_count()
-    module = sweep_lib.load_experiment(experiment)
-    metric = metric or getattr(module, "METRIC", "token_accuracy")  # an experiment may choose
-    out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
-    done = sweep_lib.run_sweep(
-        sweep_lib.experiment_runs(module, scale),
+    sweep_lib.run_experiment(
+        experiment,
         out,
-        shard=(index, count),
+        scale=scale,
+        metric=metric,
+        shard=None if shard is None else sweep_lib.parse_shard(shard),
         progress=progress,
         retry_failed=retry_failed,
         checkpoint_every=checkpoint_every,
     )
-    rows = summary.finished_rows(done.dirs)
-    if not done.complete:
-        print(
-            f"{len(done.dirs) - len(done.finished)} of {len(done.dirs)} runs are not finished "
-            "(other shards or processes): the tables below cover the finished ones. Rerun this "
-            "command once they finish to write results.csv, summary.md and the plots."
-        )
-    if not rows:
-        return
-    print(summary.summary_table(rows, "token_accuracy"))
-    print(summary.summary_table(rows, "exact_match"))
-    print(summary.generalization_table(rows, metric))
-    if done.complete:
-        paths = summary.write_summary(out, rows, metric) + plotting.write_figures(rows, out)
-        print("Wrote " + ", ".join(str(p) for p in paths))
 
 
 def plot(
     run_dirs: tyro.conf.Positional[tuple[Path, ...]],
     out: Path = Path("extrapolation.png"),
-    metric: Literal["token_accuracy", "exact_match", "bits_per_byte"] = "token_accuracy",
+    metric: MetricName = "token_accuracy",
     kind: Literal["lines", "heatmap"] = "lines",
 ) -> None:
     """Plot a metric by evaluation length for finished runs at or below RUN_DIRS.
@@ -140,12 +112,7 @@ def plot(
     chance dotted; heatmap: encodings x lengths, mean over seeds, values written in the cells.
     The format follows the suffix of --out (.png, .pdf, .svg).
     """
-    from pe_research import runs
-    from pe_research.sweeps import plotting
-
-    rows = list(runs.eval_rows(runs.find_runs(run_dirs)))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    plotting.save(plotting.FIGURES[kind](rows, metric), out)
+    rows = plotting.plot_runs(run_dirs, out, metric, kind)
     print(f"Wrote {out} ({len({r['run'] for r in rows})} runs)")
 
 
@@ -165,37 +132,23 @@ def properties(
     output folder, for Pr3 (accuracy at 2x/4x/8x the training length). --max-position: N of
     Pr1/Pr2 (positions 0..N). --precision-positions: the low-precision study covers 0..this.
     """
-    from pe_research import encodings as registry
-    from pe_research import runs as results_lib
-    from pe_research.essay import demonstrations
-    from pe_research.essay import report as props
-
-    chosen = [props.parse_encoding(spec) for spec in encodings] or [
-        registry.get(name) for name in registry.names()
-    ]
-    rows = None
-    if results is not None:
-        rows = list(results_lib.eval_rows(results_lib.find_runs([results])))
-    reports = [props.measure(e, max_position=max_position, rows=rows) for e in chosen]
-    paths = props.write_report(out, reports)
-    print(props.markdown_table(reports))
-    if demos:
-        data, written = demonstrations.write_demonstrations(
-            out, chosen, max_position=precision_positions
-        )
-        paths += written
-        print(demonstrations.describe(data))
+    paths = report.run(
+        out,
+        [report.parse_encoding(spec) for spec in encodings],
+        results=results,
+        max_position=max_position,
+        demos=demos,
+        precision_positions=precision_positions,
+    )
     print("Wrote " + ", ".join(str(p) for p in paths))
 
 
 def analyze(run_dir: tyro.conf.Positional[Path], out: Path | None = None) -> None:
     """Attention maps per layer and head at 1x and 4x the training length and, for rotary
-    encodings, frequency usage per head, for a finished run (retrained in memory from its
-    config.json, since run directories hold no parameters). Writes to OUT (default
-    RUN_DIR/analysis) and prints a short summary.
+    encodings, frequency usage per head, for a finished run, from its final checkpoint (a run
+    directory from before checkpoints is retrained in memory from its config.json). Writes to
+    OUT (default RUN_DIR/analysis) and prints a short summary.
     """
-    from pe_research.essay import analysis
-
     _enable_compilation_cache()
     summary, paths = analysis.analyze(run_dir, out)
     print(summary)
@@ -225,28 +178,17 @@ def data(
 
     --data-dir defaults to $PE_RESEARCH_DATA_DIR, else ~/tensorflow_datasets.
     """
-    from pe_research.data import catalog, loader
-
-    if command == "list":
-        print(catalog.listing(data_dir))
-        return
-    if name is None:
-        raise ValueError(f"`pe-research data {command}` needs a name: see `pe-research data list`.")
-    if command == "read":
-        print(loader.read_throughput(name, data_dir))
-        return
-    report = catalog.build(
-        name,
-        config,
-        data_dir=data_dir,
-        corpus=corpus,
-        validation_fraction=validation_fraction,
-        overwrite=overwrite,
+    print(
+        catalog.command(
+            command,
+            name,
+            config=config,
+            data_dir=data_dir,
+            corpus=corpus,
+            validation_fraction=validation_fraction,
+            overwrite=overwrite,
+        )
     )
-    print(report)
-    if not report.spec.startswith("tfds:pe_text/"):
-        where = f" --eval.data-dir {data_dir}" if data_dir is not None else ""
-        print(f"Evaluate on it: pe-research train --eval.data {report.spec}{where} ...")
 
 
 def bench(
@@ -265,17 +207,10 @@ def bench(
     small-d128, and peer-example (the peer's example experiment end to end: 2,000 steps, then
     evaluation at every length 1..100). --encodings overrides the workload's encodings.
     """
-    from pe_research import bench as bench_lib
-
     # No persistent compilation cache here: compile times are measured cold.
-    for name in workloads:
-        if name == "peer-example":
-            row = bench_lib.run_peer_example()
-        else:
-            row = bench_lib.run_workload(
-                name, ks=ks, steps=steps, repeats=repeats, encodings_=encodings or None
-            )
-        print(f"Wrote {bench_lib.write(out, row)}")
+    bench_lib.run(
+        workloads, ks=ks, steps=steps, repeats=repeats, encodings_=encodings or None, out=out
+    )
 
 
 COMMANDS = {

@@ -3,11 +3,13 @@
 The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
 unconditionally; it never asks which encoding it has. Positions are an explicit input. Attention
 logits, softmax and output logits are float32.
+
+For analysis, `model.set_attributes(capture_attention=True)` makes every layer compute attention
+in one call and sow (`nnx.Intermediate`, recorded by `nnx.capture`) its probabilities and its q, k
+before the encoding's rotation, as Flax's Gemma example sows attention weights.
 """
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -22,7 +24,9 @@ def _params(values: dict[str, jax.Array]) -> nnx.Dict:
 
 
 def _read(params: nnx.Dict) -> dict[str, jax.Array]:
-    return {name: value[...] for name, value in params.items()}
+    # Params only: while nnx.capture records (flax 0.12.8), every nnx.Dict also holds a
+    # `__captures__` entry.
+    return {name: value[...] for name, value in params.items() if isinstance(value, nnx.Param)}
 
 
 def _dense(x_BLD: jax.Array, w_DF: jax.Array, b_F: jax.Array | None = None) -> jax.Array:
@@ -39,6 +43,12 @@ def _normal(rngs: nnx.Rngs, shape: tuple[int, ...], fan_in: int) -> nnx.Param:
     return nnx.Param(jax.random.normal(rngs.params(), shape) * fan_in**-0.5)
 
 
+# Names of what each Attention module sows when capture_attention is on.
+PROBS = "attention_probs_BHLM"  # float32 softmax over keys; 0 at masked and future keys
+QUERIES = "queries_BLHK"  # before the encoding's rotation
+KEYS = "keys_BMHK"  # before the encoding's rotation
+
+
 class Attention(nnx.Module):
     """Multi-head self attention with a fused QKV projection and the encoding's hooks."""
 
@@ -49,6 +59,9 @@ class Attention(nnx.Module):
         self.w_qkv_D3HK = _normal(rngs, (D, 3, H, K), D)
         self.w_out_HKD = _normal(rngs, (H, K, D), H * K)
         self.pe = _params(encoding.init_layer(rngs.params(), cfg.dims()))
+        # Sowing from inside attend_in_chunks (lax.map + checkpoint) would leak tracers, so
+        # capture is a switch for analysis: on, attention runs in one call and is recorded.
+        self.capture_attention = False
 
     def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
         pe = _read(self.pe)
@@ -56,10 +69,16 @@ class Attention(nnx.Module):
         w_qkv_D3HK = self.w_qkv_D3HK[...]
         qkv_BL3HK = _dense(x_BLD, w_qkv_D3HK.reshape(D, -1)).reshape(B, L, *w_qkv_D3HK.shape[1:])
         q_BLHK, k_BMHK, v_BMHK = (qkv_BL3HK[:, :, i] for i in range(3))
+        if self.capture_attention:
+            self.sow(nnx.Intermediate, QUERIES, q_BLHK)
+            self.sow(nnx.Intermediate, KEYS, k_BMHK)
         q_BLHK, k_BMHK = self.encoding.rotate(pe, q_BLHK, k_BMHK, pos_BL, pos_BL)
-        out_BLHK = attend_in_chunks(
-            functools.partial(self._attend, pe), q_BLHK, k_BMHK, v_BMHK, pos_BL, valid_BL
-        )
+        xs = (q_BLHK, k_BMHK, v_BMHK, pos_BL, valid_BL)
+        if self.capture_attention:
+            out_BLHK, probs_BHLM = self._attend(pe, *xs)
+            self.sow(nnx.Intermediate, PROBS, probs_BHLM)
+        else:
+            out_BLHK = attend_in_chunks(lambda *xs_B: self._attend(pe, *xs_B)[0], *xs)
         return _dense(out_BLHK.reshape(B, L, -1), self.w_out_HKD[...].reshape(-1, D))
 
     def _attend(
@@ -70,8 +89,9 @@ class Attention(nnx.Module):
         v_BMHK: jax.Array,
         pos_BL: jax.Array,
         valid_BL: jax.Array,
-    ) -> jax.Array:
-        """Softmax attention of rotated q, k (float32 logits, the encoding's bias added)."""
+    ) -> tuple[jax.Array, jax.Array]:
+        """(out_BLHK, float32 probs_BHLM): softmax attention of rotated q, k (float32 logits,
+        the encoding's bias added)."""
         scale = q_BLHK.shape[-1] ** -0.5
         logits_BHLM = jnp.einsum(
             "BLHK,BMHK->BHLM", q_BLHK, k_BMHK, preferred_element_type=jnp.float32
@@ -82,10 +102,10 @@ class Attention(nnx.Module):
         if self.causal:
             allowed_BLM = allowed_BLM & jnp.tril(jnp.ones((L, L), bool))[None]
         logits_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM, jnp.finfo(jnp.float32).min)
-        probs_BHLM = jax.nn.softmax(logits_BHLM, axis=-1).astype(v_BMHK.dtype)
+        probs_BHLM = jax.nn.softmax(logits_BHLM, axis=-1)
         # Heads-major product, then one transpose: on CPU 4x faster than writing BLHK directly.
-        out_BHLK = jnp.einsum("BHLM,BMHK->BHLK", probs_BHLM, v_BMHK)
-        return out_BHLK.transpose(0, 2, 1, 3)
+        out_BHLK = jnp.einsum("BHLM,BMHK->BHLK", probs_BHLM.astype(v_BMHK.dtype), v_BMHK)
+        return out_BHLK.transpose(0, 2, 1, 3), probs_BHLM
 
 
 # Logits and probabilities of this many bytes per chunk stay in a CPU core's cache.

@@ -38,7 +38,7 @@ from jax.experimental import checkify
 from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig
 from pe_research.model import Transformer
-from pe_research.sweeps import sweep
+from pe_research.sweeps import experiments
 from pe_research.tasks import ByteLM
 from pe_research.training import evaluate
 
@@ -50,7 +50,7 @@ def shipped_configs():
     return [
         cfg
         for path in sorted(EXPERIMENTS.glob("*.py"))
-        for cfg in sweep.experiment_runs(sweep.load_experiment(str(path)))
+        for cfg in experiments.experiment_runs(experiments.load_experiment(str(path)))
     ]
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from pe_research import cli, runs, train
-from pe_research.sweeps import sweep
+from pe_research.sweeps import experiments, sweep
 from pe_research.training import checkpoints
 
 TIMING = {"tokens_per_s", "elapsed_s", "compile_s", "seconds"}
@@ -124,7 +124,7 @@ def test_sweep_killed_and_rerun_skips_finished_runs_and_resumes_the_interrupted(
     experiment.write_text(textwrap.dedent(EXPERIMENT))
     dirs = [
         sweep.run_dir_for(tmp_path / "run", c)
-        for c in sweep.experiment_runs(sweep.load_experiment(str(experiment)))
+        for c in experiments.experiment_runs(experiments.load_experiment(str(experiment)))
     ]
     command = [sys.executable, "-m", "pe_research.cli", "sweep", str(experiment)]
     flags = ["--no-progress", "--checkpoint-every", "10"]
@@ -170,7 +170,7 @@ def test_when_no_checkpoint_reads_back_training_starts_over(tmp_path):
 def test_packed_seeds_resume_from_the_newest_step_all_of_them_saved(tmp_path, monkeypatch):
     experiment = tmp_path / "two.py"
     experiment.write_text(textwrap.dedent(EXPERIMENT))
-    base = sweep.experiment_runs(sweep.load_experiment(str(experiment)))[0]
+    base = experiments.experiment_runs(experiments.load_experiment(str(experiment)))[0]
     base = dataclasses.replace(base, train=dataclasses.replace(base.train, steps=60))
     cfgs = [dataclasses.replace(base, seed=s) for s in (0, 1, 2)]
     reference = [tmp_path / f"reference{s}" for s in range(3)]

@@ -9,6 +9,7 @@ import pytest
 from flax import nnx
 
 from pe_research import encodings
+from pe_research import model as model_lib
 from pe_research.config import ModelConfig
 from pe_research.model import Transformer
 
@@ -126,6 +127,62 @@ def test_rope_scores_depend_only_on_relative_position():
             return jnp.einsum("BLHK,BMHK->BHLM", qr, kr)
 
         np.testing.assert_allclose(scores(0), scores(1000), atol=1e-3)
+
+
+def captured(model, tok, pos, valid):
+    """Logits and each layer's sown attention probabilities, with capture on for this call only."""
+    model.set_attributes(capture_attention=True)
+    logits, sown = nnx.capture(model, nnx.Intermediate)(tok, pos, valid)
+    model.set_attributes(capture_attention=False)
+    sown = nnx.to_pure_dict(sown)
+    return logits, [layer["attn"][model_lib.PROBS] for layer in sown["blocks"].values()]
+
+
+@pytest.mark.parametrize("name", ["rope", "alibi", "t5"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_sown_attention_is_the_softmax_of_the_attention_logits(name, causal):
+    """One [B, H, L, L] map per layer; layer 0's is the softmax of q.k / sqrt(K) + bias from the
+    module's own weights and hooks, zero at padding and (causal) future keys."""
+    enc = encodings.get(name)
+    model = build(enc, dataclasses.replace(CFG, causal=causal))
+    tok, pos = tokens(), contiguous()
+    valid = jnp.broadcast_to(jnp.arange(L) < 7, (B, L))
+    future_LM = ~jnp.tril(jnp.ones((L, L), bool)) & causal
+    allowed_BLM = valid[:, None, :] & ~future_LM[None]
+    _, probs = captured(model, tok, pos, valid)
+    assert len(probs) == CFG.num_layers
+    for (probs_BHLM,) in probs:
+        assert probs_BHLM.shape == (B, CFG.num_heads, L, L) and probs_BHLM.dtype == jnp.float32
+        np.testing.assert_allclose(probs_BHLM.sum(-1), 1.0, rtol=1e-5)
+        np.testing.assert_array_equal(np.where(allowed_BLM[:, None], 0.0, probs_BHLM), 0.0)
+
+    attn = model.blocks[0].attn
+    pe = {k: v[...] for k, v in attn.pe.items()}
+    x_BLD = enc.embed({k: v[...] for k, v in model.pe.items()}, model.embed_VD[...][tok], pos)
+    qkv_3BLHK = jnp.einsum(
+        "BLD,DTHK->TBLHK", model.blocks[0].norm_attn(x_BLD), attn.w_qkv_D3HK[...]
+    )
+    q_BLHK, k_BMHK = enc.rotate(pe, qkv_3BLHK[0], qkv_3BLHK[1], pos, pos)
+    scores_BHLM = jnp.einsum("BLHK,BMHK->BHLM", q_BLHK, k_BMHK) / np.sqrt(CFG.head_dim)
+    scores_BHLM = scores_BHLM + enc.bias(pe, q_BLHK, k_BMHK, pos, pos)
+    expected_BHLM = jax.nn.softmax(jnp.where(allowed_BLM[:, None], scores_BHLM, -jnp.inf), -1)
+    np.testing.assert_allclose(probs[0][0], expected_BHLM, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", encodings.names())
+def test_capturing_attention_leaves_the_logits_unchanged(name, monkeypatch):
+    """Capture (one call) gives the logits of the chunked path (forced here with a tiny chunk
+    size), and turning it off again records nothing."""
+    monkeypatch.setattr(model_lib, "CPU_CHUNK_BYTES", 1)
+    enc = encodings.get(name)
+    model = build(enc)
+    tok, pos = tokens(), positions_for(enc, contiguous())
+    valid = jnp.ones((B, L), bool)
+    logits, probs = captured(model, tok, pos, valid)
+    np.testing.assert_allclose(logits, model(tok, pos, valid), atol=1e-5, rtol=1e-5)
+    assert len(probs) == CFG.num_layers
+    _, sown = nnx.capture(model, nnx.Intermediate)(tok, pos, valid)
+    assert nnx.to_pure_dict(sown) == {}
 
 
 def test_model_config_errors_name_the_constraint():

@@ -5,10 +5,10 @@ import socket
 import sys
 import textwrap
 
-from test_sweep import TINY_EXPERIMENT, run_together, trained_runs
+from sweep_processes import TINY_EXPERIMENT, run_together, trained_runs
 
 from pe_research import cli, runs
-from pe_research.sweeps import sweep
+from pe_research.sweeps import experiments, sweep
 
 
 def free_port():
@@ -30,7 +30,7 @@ def test_each_process_trains_its_shard_and_any_process_summarizes(tmp_path, caps
 
     expected = {
         str(sweep.run_dir_for(out, c).relative_to(out))
-        for c in sweep.experiment_runs(sweep.load_experiment(str(experiment)))
+        for c in experiments.experiment_runs(experiments.load_experiment(str(experiment)))
     }
     shards = [trained_runs(output) for output in outputs]
     assert all(shards), f"each process trains its own shard:\n{outputs}"

@@ -4,7 +4,6 @@ import csv
 import errno
 import json
 import os
-import re
 import socket
 import statistics
 import subprocess
@@ -13,27 +12,12 @@ import textwrap
 import time
 
 import pytest
+from sweep_processes import TINY_EXPERIMENT, run_together, trained_runs
 
 from pe_research import cli, encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-from pe_research.sweeps import summary, sweep
-
-TINY_EXPERIMENT = """
-from pe_research import encodings, tasks
-from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-
-def runs():
-    return [
-        RunConfig(
-            task=tasks.get("copy"),
-            encoding=encodings.get(enc),
-            model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
-            train=TrainConfig(steps=3, batch_size=4, train_length=3, log_every=1),
-            eval=EvalConfig(lengths=(3, 6), batch_size=4),
-        )
-        for enc in ("nope", "rope")
-    ]
-"""
+from pe_research.runs import claims
+from pe_research.sweeps import experiments, summary, sweep
 
 
 def tiny(task="copy", encoding="nope", seed=0, lengths=(3, 6)):
@@ -138,7 +122,7 @@ def test_in_distribution_length_falls_back_below_the_training_length():
     ]  # fmt: skip
     line = next(x for x in summary.generalization_table(rows).splitlines() if "| copy" in x)
     assert [c.strip() for c in line.split("|")[5:9]] == ["0.300 (at 3)", "0.800", "-", "-"]
-    assert summary.in_distribution_length({5, 6}, 4) is None
+    assert runs.in_distribution_length({5, 6}, 4) is None
 
 
 def test_runs_differing_only_in_seed_train_together_and_unfinished_runs_are_redone(
@@ -262,7 +246,7 @@ def test_stale_claims_are_taken_over(tmp_path, capsys):
     # Unreadable: a writer that is starting, or one that died before writing its name.
     lock.write_text("")
     assert not runs.try_claim(tmp_path)
-    old = time.time() - 2 * runs.UNREADABLE_CLAIM_STALE_S
+    old = time.time() - 2 * claims.UNREADABLE_CLAIM_STALE_S
     os.utime(lock, (old, old))
     assert runs.try_claim(tmp_path)
 
@@ -304,30 +288,6 @@ def test_bad_sweep_input_exits_with_a_message(tmp_path, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
-def trained_runs(output):
-    """Run directories a sweep process reports as trained by it ("[k/n] task/enc/seedN-hash")."""
-    return [line.split()[1] for line in output.splitlines() if re.match(r"\[\d+/\d+\] ", line)]
-
-
-def run_together(commands, cwd, timeout=120):
-    """Start the commands at once; their outputs, or a failure naming the one that broke."""
-    procs = [
-        subprocess.Popen(c, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for c in commands
-    ]
-    outputs = []
-    try:
-        for proc in procs:
-            outputs.append(proc.communicate(timeout=timeout)[0])
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-    for proc, output in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, f"{proc.args} failed:\n{output}"
-    return outputs
-
-
 def test_two_processes_sweeping_one_folder_train_each_run_once(tmp_path):
     experiment = tmp_path / "tiny.py"
     experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
@@ -337,7 +297,7 @@ def test_two_processes_sweeping_one_folder_train_each_run_once(tmp_path):
 
     expected = sorted(
         str(sweep.run_dir_for(out, c).relative_to(out))
-        for c in sweep.experiment_runs(sweep.load_experiment(str(experiment)))
+        for c in experiments.experiment_runs(experiments.load_experiment(str(experiment)))
     )
     trained = [run for output in outputs for run in trained_runs(output)]
     assert sorted(trained) == expected, outputs  # every run once, by one of the two

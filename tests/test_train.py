@@ -79,7 +79,7 @@ def test_run_directory_contents(tmp_path):
     assert runs.load_config(run) == TINY
     metrics = runs.read_jsonl(run / runs.METRICS)
     assert [m["step"] for m in metrics] == [2, 4, 6]
-    assert {"loss", "accuracy", "grad_norm", "tokens_per_s"} <= set(metrics[0])
+    assert {"loss", "token_accuracy", "grad_norm", "tokens_per_s"} <= set(metrics[0])
     assert "compile_s" in metrics[0]
     evals = runs.read_jsonl(run / runs.EVAL)
     assert [r["length"] for r in evals] == [4, 8]

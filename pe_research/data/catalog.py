@@ -12,7 +12,7 @@ from pathlib import Path
 
 import tensorflow_datasets as tfds
 
-from pe_research.data import builders, store, text
+from pe_research.data import builders, loader, store, text
 
 BUILDERS: dict[str, type[tfds.core.GeneratorBasedBuilder]] = {
     **builders.TASK_BUILDERS,
@@ -148,3 +148,36 @@ def listing(data_dir: str | Path | None = None) -> str:
         "  (text also builds any file: pe-research data build text --corpus FILE --config NAME)"
     )
     return "\n".join(lines)
+
+
+def command(
+    verb: str,
+    name: str | None = None,
+    *,
+    config: str | None = None,
+    data_dir: Path | None = None,
+    corpus: str | None = None,
+    validation_fraction: float | None = None,
+    overwrite: bool = False,
+) -> str:
+    """`pe-research data VERB [NAME]`: list, build or read datasets; returns what to print."""
+    if verb == "list":
+        return listing(data_dir)
+    if name is None:
+        raise ValueError(f"`pe-research data {verb}` needs a name: see `pe-research data list`.")
+    if verb == "read":
+        return str(loader.read_throughput(name, data_dir))
+    if verb != "build":
+        raise ValueError(f"unknown data command {verb!r}: use build, list or read.")
+    report = build(
+        name,
+        config,
+        data_dir=data_dir,
+        corpus=corpus,
+        validation_fraction=validation_fraction,
+        overwrite=overwrite,
+    )
+    if report.spec.startswith("tfds:pe_text/"):
+        return str(report)
+    where = f" --eval.data-dir {data_dir}" if data_dir is not None else ""
+    return f"{report}\nEvaluate on it: pe-research train --eval.data {report.spec}{where} ..."

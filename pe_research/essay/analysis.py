@@ -3,12 +3,12 @@
 The parameters come from the run's final checkpoint; a run directory without checkpoints (written
 before they existed) is trained again in memory from its config.json by `retrain` (the same seed
 and program as training), which reports how far its logged metrics are from the run's
-metrics.jsonl (zero when reproduced exactly). Attention is then
-recomputed layer by layer from the model's parameters and the encoding's hooks, on the first
-evaluation sequence at the training length and at 4x, and checked against the model's own
-attention output. For rotary models, frequency usage follows Barbero et al. (2025), "Round and
-Round We Go! What makes Rotary Positional Encodings useful?": the mean norm of q and of k in each
-rotated pair of components, per head.
+metrics.jsonl (zero when reproduced exactly). The model then runs with `capture_attention` on
+and every layer sows its attention probabilities and its q, k (pe_research.model), on the first
+sequence that evaluation scores at the training length and at 4x (the task's held-out data). For
+rotary models, frequency usage follows Barbero et al. (2025), "Round and Round We Go! What makes
+Rotary Positional Encodings useful?": the mean norm of q and of k in each rotated pair of
+components, per head.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ import numpy as np
 from flax import nnx
 from matplotlib.figure import Figure
 
-from pe_research import runs, tasks
+from pe_research import model, runs, tasks, training
 from pe_research.config import RunConfig
 from pe_research.essay.probe import rotation_pairs
-from pe_research.model import Transformer
-from pe_research.training import evaluate
+from pe_research.metrics import masked_metrics
+from pe_research.training import checkpoints, evaluate
 
-MULTIPLES = (1, 4)  # attention maps at the training length and at 4x
+ANALYSIS_MULTIPLES = (1, 4)  # attention maps at the training length and at 4x
 
 
 def finished_config(run_dir: Path) -> RunConfig:
@@ -47,9 +47,6 @@ def finished_config(run_dir: Path) -> RunConfig:
 def trained_model(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, str]:
     """(graphdef, params, where the parameters came from) of a finished run: its final
     checkpoint, or else a retraining."""
-    from pe_research import train
-    from pe_research.training import checkpoints
-
     cfg = dataclasses.replace(cfg, eval_encoding=None)
     steps = checkpoints.steps(run_dir)
     if not steps:
@@ -63,8 +60,8 @@ def trained_model(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, str
                 + ", ".join(f"{m} {v:.2g}" for m, v in diff.items())
             ),
         )
-    keys = train.keys_from_seed(cfg.seed)
-    graphdef, state = train.init_state(cfg, keys)
+    keys = training.keys_from_seed(cfg.seed)
+    graphdef, state = training.init_state(cfg, keys)
     params = checkpoints.load_params(
         run_dir, state, {"data": keys.data, "positions": keys.positions}
     )
@@ -72,11 +69,9 @@ def trained_model(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, str
 
 
 def retrain(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, dict[str, float]]:
-    """Train `cfg` again in memory with train.train_group's program; returns (graphdef, params,
+    """Train `cfg` again in memory with training.train_group's program; returns (graphdef, params,
     the largest difference of each logged metric against the run's metrics.jsonl)."""
-    from pe_research import train
-
-    prog = train.build_program(cfg, [cfg.seed])
+    prog = training.build_program(cfg, [cfg.seed])
     state = prog.state
     recorded = {r["step"]: r for r in runs.read_jsonl(Path(run_dir) / runs.METRICS)}
     diff: dict[str, float] = {}
@@ -91,17 +86,13 @@ def retrain(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, dict[str,
 
 
 def evaluation_sequence(cfg: RunConfig, length: int) -> dict[str, jax.Array]:
-    """The first sequence of the evaluation batch at `length` (the data evaluate.py scores), cut
-    to its real tokens: tokens_1L, pos_1L (or pos_1LA), valid_1L, targets_1L, loss_mask_1L."""
-    causal = cfg.model.causal
-    k_task, k_pos = jax.random.split(jax.random.fold_in(jax.random.key(cfg.eval.seed), length))
-    pad_to = tasks.bucket(cfg.task.seq_len(length, causal))
-    # One compiled program instead of an eager compile per operation.
-    sample = jax.jit(cfg.task.sample, static_argnums=(1, 2), static_argnames=_STATIC)
-    batch = sample(
-        k_task, cfg.eval.batch_size, length, min_length=length, pad_to=pad_to, causal=causal
-    )
-    pos = cfg.eval_sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
+    """The first sequence that evaluation scores at `length` (evaluate.make_eval_fn's held-out
+    batch and positions), cut to its real tokens: tokens, pos, valid, targets, loss_mask, each
+    [1, L] (pos [1, L, A] for n-D positions)."""
+    pad_to = tasks.bucket(cfg.task.seq_len(length, cfg.model.causal))
+    # Jitted with a traced length, as evaluation samples it; one compile, not one per operation.
+    sample = jax.jit(evaluate.eval_inputs, static_argnums=(0, 3))
+    batch, pos = sample(cfg, jax.random.key(cfg.eval.seed), jnp.int32(length), pad_to)
     valid_L = np.asarray(batch.valid[0])
     n = int(valid_L.sum())
     width = n if valid_L[:n].all() else len(valid_L)  # real tokens first: drop the padding
@@ -114,45 +105,24 @@ def evaluation_sequence(cfg: RunConfig, length: int) -> dict[str, jax.Array]:
     }
 
 
-_STATIC = ("min_length", "pad_to", "causal")
-
-
-def _values(params: nnx.Dict) -> dict[str, jax.Array]:
-    return {name: value[...] for name, value in params.items()}
-
-
-def attention_layers(model: Transformer, tokens_BL, pos_BL, valid_BL) -> dict[str, Any]:
-    """The model's forward pass with every layer's attention exposed: per layer probs_BHLM and
-    q, k before the encoding's rotation; `max_mismatch` compares the recomputed attention output
-    with the model's own Attention module. Jittable."""
-    enc = model.encoding
-    x_BLD = jnp.take(model.embed_VD[...], tokens_BL, axis=0)
-    x_BLD = enc.embed(_values(model.pe), x_BLD, pos_BL)
-    layers, mismatch = [], jnp.zeros((), jnp.float32)
-    for block in model.blocks:
-        attn = block.attn
-        h_BLD = block.norm_attn(x_BLD)
-        pe = _values(attn.pe)
-        qkv_3BLHK = jnp.einsum("BLD,DTHK->TBLHK", h_BLD, attn.w_qkv_D3HK[...])
-        q_BLHK, k_BMHK, v_BMHK = qkv_3BLHK[0], qkv_3BLHK[1], qkv_3BLHK[2]
-        q_rot, k_rot = enc.rotate(pe, q_BLHK, k_BMHK, pos_BL, pos_BL)
-        logits_BHLM = jnp.einsum("BLHK,BMHK->BHLM", q_rot, k_rot) * q_BLHK.shape[-1] ** -0.5
-        logits_BHLM = logits_BHLM + enc.bias(pe, q_rot, k_rot, pos_BL, pos_BL)
-        B, L = tokens_BL.shape
-        allowed_BLM = jnp.broadcast_to(valid_BL[:, None, :], (B, L, L))
-        if attn.causal:
-            allowed_BLM = allowed_BLM & jnp.tril(jnp.ones((L, L), bool))[None]
-        logits_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM, jnp.finfo(jnp.float32).min)
-        probs_BHLM = jax.nn.softmax(logits_BHLM, axis=-1)
-        out_BLHK = jnp.einsum("BHLM,BMHK->BLHK", probs_BHLM, v_BMHK)
-        out_BLD = jnp.einsum("BLHK,HKD->BLD", out_BLHK, attn.w_out_HKD[...])
-        reference_BLD = attn(h_BLD, pos_BL, valid_BL)
-        mismatch = jnp.maximum(mismatch, jnp.abs(out_BLD - reference_BLD).max())
-        layers.append({"probs": probs_BHLM, "q": q_BLHK, "k": k_BMHK, "params": pe})
-        x_BLD = x_BLD + reference_BLD
-        x_BLD = x_BLD + block.mlp(block.norm_mlp(x_BLD))
-    logits_BLV = jnp.einsum("BLD,DV->BLV", model.norm_out(x_BLD), model.w_head_DV[...])
-    return {"layers": layers, "logits": logits_BLV, "max_mismatch": mismatch}
+def attention_layers(transformer: model.Transformer, tokens_BL, pos_BL, valid_BL) -> dict[str, Any]:
+    """The model's logits and, per layer, what it sows with `capture_attention` on: probs_BHLM,
+    q and k before the encoding's rotation, and the layer's encoding parameters. Jittable."""
+    transformer.set_attributes(capture_attention=True)
+    try:
+        logits_BLV, sown = nnx.capture(transformer, nnx.Intermediate)(tokens_BL, pos_BL, valid_BL)
+    finally:
+        transformer.set_attributes(capture_attention=False)
+    sown = nnx.to_pure_dict(sown)
+    layers = []
+    for i, block in enumerate(transformer.blocks):
+        # Each value is a tuple with one entry per call; the model was called once.
+        (probs_BHLM,), (q_BLHK,), (k_BMHK,) = (
+            sown["blocks"][i]["attn"][name] for name in (model.PROBS, model.QUERIES, model.KEYS)
+        )
+        params = {name: value[...] for name, value in block.attn.pe.items()}
+        layers.append({"probs": probs_BHLM, "q": q_BLHK, "k": k_BMHK, "params": params})
+    return {"layers": layers, "logits": logits_BLV}
 
 
 def attention_summary(probs_HLM: np.ndarray) -> dict[str, list[float]]:
@@ -258,12 +228,12 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
     ]
     paths: list[Path] = []
     usage_1x = None
-    for multiple in MULTIPLES:
+    for multiple in ANALYSIS_MULTIPLES:
         length = multiple * n
         seq = evaluation_sequence(cfg, length)
         fwd = forward(params, seq["tokens"], seq["pos"], seq["valid"])
-        correct = (jnp.argmax(fwd["logits"], -1) == seq["targets"]) & seq["loss_mask"]
-        accuracy = float(correct.sum() / jnp.maximum(seq["loss_mask"].sum(), 1))
+        scores = masked_metrics(fwd["logits"], seq["targets"], seq["loss_mask"])
+        accuracy = float(scores["token_accuracy"])
         probs = [np.asarray(layer["probs"][0]) for layer in fwd["layers"]]
         stem = f"attention_{multiple}x"
         fig = attention_figure(
@@ -276,7 +246,7 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
             f"\nLength {length} ({multiple}x), first evaluation sequence ({probs[0].shape[-1]} "
             f"tokens): token accuracy {accuracy:.3f}"
             + (f" (whole evaluation batch: {recorded_acc:.3f})" if recorded_acc is not None else "")
-            + f"; recomputed attention matches the model to {float(fwd['max_mismatch']):.1g}."
+            + "."
         )
         for layer, probs_HLM in enumerate(probs):
             s = attention_summary(probs_HLM)

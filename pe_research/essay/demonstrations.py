@@ -26,6 +26,7 @@ from pe_research import encodings
 from pe_research.config import ModelConfig
 from pe_research.encodings import Dims, Encoding
 from pe_research.essay.probe import DIMS, Probe, positions
+from pe_research.model import Attention
 
 DOG = "The dog chased another dog"
 
@@ -52,8 +53,6 @@ def dog_sentence(
     encoding) over seeded random word embeddings plus the encoding's `embed`: are the outputs
     at the two occurrences of `word` identical? Without positions they must be: attention is a
     set operation. Returns, per encoding, `identical` and the largest absolute difference."""
-    from pe_research.model import Attention
-
     ids, vocab = tokenize(sentence)
     where = [i for i, t in enumerate(ids) if vocab[t] == word]
     if len(where) < 2:

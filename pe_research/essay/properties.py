@@ -30,6 +30,7 @@ from pe_research.essay.probe import (
     position_vectors,
     rotation_pairs,
 )
+from pe_research.runs.rows import GENERALIZATION_MULTIPLES, in_distribution_length
 
 SHORT, LONG = 10, 10_000  # Pr1 consistency: position p in a sequence of 10 and of 10,000
 SHIFTS = (1, 4, 16, 64)  # Pr2: M_k for these k
@@ -331,8 +332,6 @@ def n_dimensional(probe: Probe, axes: int = 2, n: int = 6) -> dict[str, Any]:
 def longer_sequences(label: str, rows: list[dict[str, Any]] | None) -> dict[str, Any]:
     """Pr3: token accuracy in distribution and at 2x, 4x, 8x the training length, mean over the
     runs of this encoding, per task; from sweep result rows (`runs.eval_rows`)."""
-    from pe_research.sweeps import summary
-
     if rows is None:
         return {"measured": False, "reason": "not measured: pass --results DIR of a sweep"}
     mine = [r for r in rows if r["encoding"] == label]
@@ -343,9 +342,11 @@ def longer_sequences(label: str, rows: list[dict[str, Any]] | None) -> dict[str,
         by_task[(r["task"], r["train_length"])][r["length"]].append(r["token_accuracy"])
     tasks = {}
     for (task, n), by_length in sorted(by_task.items()):
-        n_in = summary.in_distribution_length(set(by_length), n)
+        n_in = in_distribution_length(set(by_length), n)
         mean = {
-            m: float(np.mean(by_length[m * n])) for m in summary.MULTIPLES if by_length.get(m * n)
+            m: float(np.mean(by_length[m * n]))
+            for m in GENERALIZATION_MULTIPLES
+            if by_length.get(m * n)
         }
         if n_in is not None:
             mean[1] = float(np.mean(by_length[n_in]))

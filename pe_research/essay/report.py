@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pe_research import encodings, runs
 from pe_research.encodings import Dims, Encoding
+from pe_research.essay import demonstrations
 from pe_research.essay.probe import DIMS, NotApplicable, Probe, first_line
 from pe_research.essay.properties import (
     NO_SIGNAL,
@@ -35,8 +37,6 @@ from pe_research.essay.properties import (
 
 def parse_encoding(spec: str) -> Encoding:
     """NAME or NAME:KEY=VALUE,KEY=VALUE (values read as JSON, else as text), e.g. rope:base=500."""
-    from pe_research import encodings
-
     name, _, options = spec.partition(":")
     kwargs: dict[str, Any] = {}
     for item in filter(None, options.split(",")):
@@ -221,3 +221,29 @@ def write_report(out_dir: Path, reports: list[dict[str, Any]]) -> list[Path]:
 def _plain(value: Any) -> Any:
     """numpy scalars and arrays as Python numbers and lists, for json."""
     return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+def run(
+    out: Path,
+    chosen: list[Encoding] | None = None,
+    *,
+    results: Path | None = None,
+    max_position: int = 1023,
+    demos: bool = True,
+    precision_positions: int = 100_000,
+) -> list[Path]:
+    """Measure and write the property table of the `chosen` encodings (default: every registered
+    one) and, with `demos`, the essay's demonstrations (`pe-research properties`); prints the
+    table and returns the files written. `results`: a sweep folder whose rows give Pr3."""
+    chosen = chosen or [encodings.get(name) for name in encodings.names()]
+    rows = None if results is None else list(runs.eval_rows(runs.find_runs([results])))
+    reports = [measure(e, max_position=max_position, rows=rows) for e in chosen]
+    paths = write_report(out, reports)
+    print(markdown_table(reports))
+    if demos:
+        data, written = demonstrations.write_demonstrations(
+            out, chosen, max_position=precision_positions
+        )
+        paths += written
+        print(demonstrations.describe(data))
+    return paths

@@ -33,10 +33,19 @@ from pe_research.runs.directory import (
 )
 from pe_research.runs.files import WriteError, read_jsonl, write_atomic, write_error, write_jsonl
 from pe_research.runs.provenance import code_version, source_revision, versions
-from pe_research.runs.rows import CSV_COLUMNS, eval_rows, failed_rows, write_csv
+from pe_research.runs.rows import (
+    CSV_COLUMNS,
+    GENERALIZATION_MULTIPLES,
+    eval_rows,
+    failed_rows,
+    in_distribution_length,
+    is_failed_row,
+    write_csv,
+)
 
 __all__ = [
-    "CHECKPOINTS", "CONFIG", "CSV_COLUMNS", "DONE", "EVAL", "FAILED", "LOCK", "METRICS",
+    "CHECKPOINTS", "CONFIG", "CSV_COLUMNS", "DONE", "EVAL", "FAILED", "GENERALIZATION_MULTIPLES",
+    "LOCK", "METRICS", "in_distribution_length", "is_failed_row",
     "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
     "eval_rows", "failed_rows", "failure", "find_runs", "is_done", "is_failed", "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",

@@ -9,18 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from pe_research.config import RunConfig, series_label, task_label
+from pe_research.metrics import METRICS
 from pe_research.runs.directory import EVAL, failure, load_config, read_versions
 from pe_research.runs.files import read_jsonl, write_atomic
 from pe_research.runs.provenance import code_version
 
 CSV_COLUMNS = (
     "task", "encoding", "seed", "train_length", "length",
-    "token_accuracy", "exact_match", "loss", "bits_per_byte", "failed_step", "code", "data",
-    "run",
+    *METRICS, "failed_step", "code", "data", "run",
 )  # fmt: skip
-"""Columns of results.csv. A failed run has one row per evaluation length with empty metrics and
-its `failed_step`; `code` is the run's `code_version`; `bits_per_byte` is set for byte-level text
-(byte_lm) only; `data` is what evaluation scored (a built set, a corpus split, or samples)."""
+"""Columns of results.csv: the run's labels, every metric of `metrics.METRICS`, and more. A failed
+run has one row per evaluation length with empty metrics and its `failed_step`; `code` is the
+run's `code_version`; `bits_per_byte` is set for byte-level text (byte_lm) only; `data` is what
+evaluation scored (a built set, a corpus split, or samples)."""
 
 
 def _labels(run_dir: Path, cfg: RunConfig) -> dict[str, Any]:
@@ -57,9 +58,7 @@ def failed_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
             yield {
                 **labels,
                 "length": n,
-                "token_accuracy": None,
-                "exact_match": None,
-                "loss": None,
+                **dict.fromkeys(METRICS),
                 "failed_step": record["step"],
                 "failure": record["reason"],
             }
@@ -72,3 +71,18 @@ def write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     write_atomic(Path(path), buf.getvalue())
+
+
+def is_failed_row(row: dict[str, Any]) -> bool:
+    """Whether a result row stands for a failed run (it has no numbers, see `failed_rows`)."""
+    return row.get("failed_step") is not None
+
+
+GENERALIZATION_MULTIPLES = (2, 4, 8)
+"""Summaries and the essay's Pr3 compare these multiples of the training length with it."""
+
+
+def in_distribution_length(lengths: set[int], train_length: int) -> int | None:
+    """The training length if evaluated, else the largest evaluated length below it."""
+    below = [n for n in lengths if n <= train_length]
+    return max(below) if below else None

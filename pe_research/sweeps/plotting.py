@@ -17,13 +17,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-METRICS = {
-    "token_accuracy": "token accuracy",
-    "exact_match": "sequence exact match",
-    "bits_per_byte": "validation bits per byte (lower is better)",
-}
-FRACTIONS = {"token_accuracy", "exact_match"}
-"""Metrics in [0, 1], drawn on a fixed 0-1 scale; the others (bits per byte) scale to the data."""
+from pe_research import metrics, runs
+from pe_research.runs.rows import is_failed_row
 
 # task -> encoding -> evaluation length -> values (one per seed)
 Table = dict[str, dict[str, dict[int, list[float]]]]
@@ -33,23 +28,20 @@ def without_failed(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of runs that finished; failed runs (see summary.failed_runs) have no numbers to
     draw, so they are left out with a warning naming them."""
     rows = list(rows)
-    failed = sorted({f"{r['task']} / {r['encoding']} seed {r['seed']}" for r in rows if _failed(r)})
+    failed = sorted(
+        {f"{r['task']} / {r['encoding']} seed {r['seed']}" for r in rows if is_failed_row(r)}
+    )
     if failed:
         warnings.warn(
             f"the plots leave out {len(failed)} failed run(s), which have no numbers: "
             f"{'; '.join(failed)} (summary.md lists them with the step and reason).",
             stacklevel=3,
         )
-    return [r for r in rows if not _failed(r)]
-
-
-def _failed(row: dict[str, Any]) -> bool:
-    return row.get("failed_step") is not None
+    return [r for r in rows if not is_failed_row(r)]
 
 
 def _check(rows: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
-    if metric not in METRICS:
-        raise ValueError(f"Unknown metric {metric!r}; choose one of {list(METRICS)}.")
+    metrics.get(metric, plot=True)  # ValueError naming the metrics that plots draw
     rows = without_failed(rows)
     if not rows:
         raise ValueError("No result rows to plot.")
@@ -77,7 +69,9 @@ def _panels(num: int, width: float, height: float, **kwargs: Any):
     return fig, fig.subplots(1, num, squeeze=False, **kwargs)
 
 
-def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy") -> Figure:
+def extrapolation_figure(
+    rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC
+) -> Figure:
     """Metric vs evaluation length: one panel per task, one line per encoding (mean over seeds,
     band from min to max), the training length dashed, chance dotted where rows give it."""
     rows = _check(rows, metric)
@@ -111,10 +105,10 @@ def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_ac
             ax.plot(lengths, level, color="black", linestyle=":", linewidth=1, label="chance")
         ax.set_title(task)
         ax.set_xlabel("evaluation length (symbols); dashed: training length")
-        if metric in FRACTIONS:
+        if metrics.METRICS[metric].bounded:
             ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(METRICS[metric])
+    axes[0][0].set_ylabel(metrics.METRICS[metric].label)
     # Beside the panels, not over them, the figure widened to hold it: labels with
     # evaluation-time scalings are long.
     legend = axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
@@ -124,7 +118,7 @@ def extrapolation_figure(rows: Iterable[dict[str, Any]], metric: str = "token_ac
     return fig
 
 
-def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy") -> Figure:
+def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> Figure:
     """Encodings x evaluation lengths, the cell the mean over seeds (annotated); one panel per
     task. A length an encoding was not evaluated at is left blank."""
     rows = _check(rows, metric)
@@ -138,7 +132,8 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy
     height = max(2.4, 0.4 * max(encs for encs, _ in sizes) + 1.4)
     fig, axes = _panels(len(task_names), width, height)
     values = np.array([row[metric] for row in rows], dtype=float)
-    vmin, vmax = (0.0, 1.0) if metric in FRACTIONS else (np.nanmin(values), np.nanmax(values))
+    bounded = metrics.METRICS[metric].bounded
+    vmin, vmax = (0.0, 1.0) if bounded else (np.nanmin(values), np.nanmax(values))
     for ax, task in zip(axes[0], task_names, strict=True):
         encodings = sorted(table[task])
         lengths = sorted({n for by_length in table[task].values() for n in by_length})
@@ -157,7 +152,8 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = "token_accuracy
         ax.set_yticks(range(len(encodings)), encodings)
         ax.set_xlabel("evaluation length (symbols)")
         ax.set_title(task)
-        fig.colorbar(image, ax=ax, label=f"{METRICS[metric]} (mean over seeds)", shrink=0.9)
+        label = f"{metrics.METRICS[metric].label} ({metrics.METRICS[metric].aggregate} over seeds)"
+        fig.colorbar(image, ax=ax, label=label, shrink=0.9)
     # Widen the figure for encoding labels longer than the width budgeted for them (labels with
     # evaluation-time scalings are long).
     renderer = fig.canvas.get_renderer()
@@ -177,6 +173,21 @@ def save(fig: Figure, path) -> None:
     fig.savefig(path, dpi=130)
 
 
+def plot_runs(
+    run_dirs: Iterable[Path | str],
+    out: Path | str,
+    metric: str = metrics.DEFAULT_METRIC,
+    kind: str = "lines",
+) -> list[dict[str, Any]]:
+    """Draw `kind` of `metric` for the finished runs at or below `run_dirs` into `out` (format
+    from its suffix); returns the rows drawn."""
+    rows = list(runs.eval_rows(runs.find_runs(run_dirs)))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save(FIGURES[kind](rows, metric), out)
+    return rows
+
+
 def write_figures(
     rows: Iterable[dict[str, Any]], out_dir: Path | str, formats: Iterable[str] = ("png", "pdf")
 ) -> list[Path]:
@@ -190,7 +201,7 @@ def write_figures(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for kind, figure in FIGURES.items():
-        for metric in METRICS:
+        for metric in metrics.plotted():
             if not all(metric in row for row in rows):
                 continue
             fig = figure(rows, metric)

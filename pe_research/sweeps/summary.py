@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pe_research import runs
+from pe_research import metrics, runs
+from pe_research.runs.rows import GENERALIZATION_MULTIPLES, in_distribution_length, is_failed_row
 
 
 def finished_rows(dirs: list[Path]) -> list[dict[str, Any]]:
@@ -28,10 +29,6 @@ def finished_rows(dirs: list[Path]) -> list[dict[str, Any]]:
     done = [d for d in dirs if runs.is_done(d)]
     failed = [d for d in dirs if not runs.is_done(d) and runs.is_failed(d)]
     return list(runs.eval_rows(done)) + list(runs.failed_rows(failed))
-
-
-def is_failed(row: dict[str, Any]) -> bool:
-    return row.get("failed_step") is not None
 
 
 def short_run(run: str) -> str:
@@ -92,7 +89,7 @@ class _Cell:
         self.failed: list[int] = []
 
     def add(self, row: dict[str, Any], metric: str) -> None:
-        if is_failed(row):
+        if is_failed_row(row):
             self.failed.append(row["failed_step"])
         else:
             self.values.append(row[metric])
@@ -110,9 +107,10 @@ def _mean(values: list[float]) -> str:
     return f"{sum(values) / len(values):.3f}"
 
 
-def summary_table(rows: list[dict[str, Any]], metric: str = "token_accuracy") -> str:
+def summary_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> str:
     """Text table per task: encodings x evaluation lengths, mean over seeds; a failed run shows
     as failed@step N (or marks the mean of the other seeds with *)."""
+    metrics.get(metric)  # ValueError naming the known metrics
     tags = code_tags(rows)
     cells: dict[str, dict[str, dict[int, _Cell]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(_Cell))
@@ -145,13 +143,11 @@ def summary_table(rows: list[dict[str, Any]], metric: str = "token_accuracy") ->
     return "\n".join(out)
 
 
-MULTIPLES = (2, 4, 8)
-
-
-def in_distribution_length(lengths: set[int], train_length: int) -> int | None:
-    """The training length if evaluated, else the largest evaluated length below it."""
-    below = [n for n in lengths if n <= train_length]
-    return max(below) if below else None
+def per_length_tables(rows: list[dict[str, Any]]) -> str:
+    """`summary_table` of every plotted metric that some row carries (bits per byte only for
+    byte-level text), one after the other."""
+    shown = [m for m in metrics.plotted() if any(r.get(m) is not None for r in rows)]
+    return "\n".join(summary_table(rows, m) for m in shown)
 
 
 def mean_and_spread(values: list[float]) -> str:
@@ -173,11 +169,12 @@ def _markdown(header: list[str], body: list[list[str]]) -> list[str]:
     return [line(header), line(["-" * w for w in widths]), *map(line, body)]
 
 
-def generalization_table(rows: list[dict[str, Any]], metric: str = "token_accuracy") -> str:
+def generalization_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> str:
     """Markdown table, one line per task x encoding (x training length, x code version when
     several): `metric` in distribution and at 2x, 4x, 8x the training length, mean and spread
     over seeds. Failed runs are counted in `runs` and read failed@step N where no seed
     finished; a warning comes first when rows come from different code versions."""
+    m = metrics.get(metric)  # ValueError naming the known metrics
     tags = code_tags(rows)
     cells: dict[tuple[str, str, int], dict[int, _Cell]] = defaultdict(lambda: defaultdict(_Cell))
     seeds: dict[tuple[str, str, int], dict[str, int]] = defaultdict(dict)
@@ -186,7 +183,7 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = "token_accura
         key = (row["task"], _series(row, tags), row["train_length"])
         cells[key][row["length"]].add(row, metric)
         seeds[key][row["run"]] = row["seed"]
-        if is_failed(row):
+        if is_failed_row(row):
             failed[key].add(row["run"])
     body, notes = [], []
     for key in sorted(cells):
@@ -203,7 +200,7 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = "token_accura
                 by_length[k * train_length].text(mean_and_spread)
                 if k * train_length in by_length
                 else "-"
-                for k in MULTIPLES
+                for k in GENERALIZATION_MULTIPLES
             ]
         )
         if len(set(seeds[key].values())) < len(seeds[key]):
@@ -212,7 +209,7 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = "token_accura
                 "varies something besides task, encoding, training length and seed, and this "
                 "table averages over it."
             )
-    n_failed = len({row["run"] for row in rows if is_failed(row)})
+    n_failed = len({row["run"] for row in rows if is_failed_row(row)})
     if n_failed:
         notes.append(
             f"Note: {n_failed} run{'s' if n_failed > 1 else ''} failed (see Failed runs): a "
@@ -220,9 +217,10 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = "token_accura
             "runs that finished."
         )
     header = ["task", "encoding", "train length", "runs", "in-distribution"]
-    header += [f"{k}x" for k in MULTIPLES]
+    header += [f"{k}x" for k in GENERALIZATION_MULTIPLES]
     intro = (
-        f"{metric}: mean over seeds (± sample std for 3+ seeds, [min, max] for 2). "
+        f"{metric} ({'higher' if m.higher_is_better else 'lower'} is better): {m.aggregate} over "
+        "seeds (± sample std for 3+ seeds, [min, max] for 2). "
         "In-distribution: the training length, or the largest evaluated length below it; "
         "kx: k times the training length; -: not evaluated."
     )
@@ -235,7 +233,7 @@ def failed_runs(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     """A markdown list of the failed runs: run, step and reason ("" if none failed)."""
     seen: dict[str, dict[str, Any]] = {}
     for row in rows:
-        if is_failed(row):
+        if is_failed_row(row):
             seen.setdefault(row["run"], row)
     lines = []
     for run, row in sorted(seen.items()):

@@ -17,70 +17,19 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
-import inspect
 import json
 import os
 import re
 import time
 from pathlib import Path
-from types import ModuleType
 
+import jax
 from tqdm.auto import tqdm
 
-from pe_research import runs, train
+from pe_research import metrics, runs, train
 from pe_research.config import RunConfig, encoding_label, task_label
+from pe_research.sweeps import experiments, plotting, summary
 from pe_research.training import evaluate
-
-
-def load_experiment(name_or_path: str) -> ModuleType:
-    """An experiment module, by path (`experiments/default.py`) or by name (`default`),
-    looked up in ./experiments/."""
-    path = Path(name_or_path)
-    if path.suffix != ".py":
-        path = Path("experiments") / f"{name_or_path}.py"
-    if not path.exists():
-        known = sorted(p.stem for p in Path("experiments").glob("*.py") if p.stem != "__init__")
-        raise FileNotFoundError(
-            f"No experiment file {path}. Known experiments in ./experiments: "
-            f"{', '.join(known) or 'none (run from the repository root)'}."
-        )
-    spec = importlib.util.spec_from_file_location(f"pe_experiment_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    if not callable(getattr(module, "runs", None)):
-        raise ValueError(f"{path} must define runs() -> list[RunConfig].")
-    return module
-
-
-def experiment_runs(module: ModuleType, scale: str | None = None) -> list[RunConfig]:
-    """The experiment's run configs; `scale` picks a preset of runs(scale=...) (e.g. "gpu")."""
-    if scale is None:
-        configs = list(module.runs())
-    elif "scale" in inspect.signature(module.runs).parameters:
-        presets = getattr(module, "SCALES", None)
-        if presets is not None and scale not in presets:
-            raise ValueError(
-                f"{module.__file__} has no scale {scale!r}; it has: {', '.join(presets)}. Pass "
-                "one of them to --scale, or no --scale for its CPU size."
-            )
-        try:
-            configs = list(module.runs(scale=scale))
-        except KeyError as e:
-            raise ValueError(
-                f"{module.__file__}: runs(scale={scale!r}) does not know that scale ({e}); "
-                "pass one it knows to --scale, or no --scale for its CPU size."
-            ) from None
-    else:
-        raise ValueError(f"{module.__file__}: runs() takes no scale; drop --scale.")
-    if not configs:
-        raise ValueError(f"{module.__file__}: runs() returned no run configs.")
-    for cfg in configs:
-        if not isinstance(cfg, RunConfig):
-            raise ValueError(
-                f"{module.__file__}: runs() returned {type(cfg).__name__}, expected RunConfig."
-            )
-    return configs
 
 
 def _safe(label: str) -> str:
@@ -289,8 +238,9 @@ def _train_claimed(
         if runs.is_done(d):
             out.trained.append(d)
             rows = runs.read_jsonl(d / runs.EVAL)
-            accuracy = " ".join(f"{r['length']}:{r['token_accuracy']:.2f}" for r in rows)
-            tqdm.write(f"{count} ({seconds:.0f} s{together}) token accuracy by length {accuracy}")
+            shown = metrics.METRICS["token_accuracy"]
+            values = " ".join(f"{r['length']}:{r[shown.name]:.2f}" for r in rows)
+            tqdm.write(f"{count} ({seconds:.0f} s{together}) {shown.label} by length {values}")
         elif (record := runs.failure(d)) is not None:
             out.failed.append(d)
             tqdm.write(f"{count} FAILED at step {record['step']}: {record['reason']}")
@@ -328,3 +278,61 @@ def _report(out: SweepResult, seconds: float) -> None:
 
 def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def run_experiment(
+    experiment: str,
+    out: Path | None = None,
+    *,
+    scale: str | None = None,
+    metric: str | None = None,
+    shard: tuple[int, int] | None = None,
+    progress: bool = True,
+    retry_failed: bool = False,
+    checkpoint_every: int = train.CHECKPOINT_EVERY,
+) -> tuple[SweepResult, list[Path]]:
+    """Run an experiment file (`pe-research sweep`), print its tables, and once every run is
+    finished write results.csv, summary.md and the figures; returns (what the sweep did, the
+    files written).
+
+    `experiment` is a name in ./experiments/ or a path; `out` defaults to runs/<name> (with
+    -<scale> for a scale); `metric` to the experiment's METRIC, else token_accuracy; `shard`
+    to (process index, process count) of the JAX job.
+    """
+    module = experiments.load_experiment(experiment)
+    metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
+    out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
+    done = run_sweep(
+        experiments.experiment_runs(module, scale),
+        out,
+        shard=shard or (jax.process_index(), jax.process_count()),
+        progress=progress,
+        retry_failed=retry_failed,
+        checkpoint_every=checkpoint_every,
+    )
+    rows = summary.finished_rows(done.dirs)
+    if not done.complete:
+        print(
+            f"{len(done.dirs) - len(done.finished)} of {len(done.dirs)} runs are not finished "
+            "(other shards or processes): the tables below cover the finished ones. Rerun this "
+            "command once they finish to write results.csv, summary.md and the plots."
+        )
+    if not rows:
+        return done, []
+    print(summary.per_length_tables(rows))
+    print(summary.generalization_table(rows, metric))
+    written = []
+    if done.complete:
+        written = summary.write_summary(out, rows, metric) + plotting.write_figures(rows, out)
+        print("Wrote " + ", ".join(str(p) for p in written))
+    return done, written
+
+
+def train_and_report(cfg: RunConfig, out: Path, **train_options) -> list[dict]:
+    """Train one run into `out` (`pe-research train`) and print its per-length tables; returns
+    its result rows."""
+    train.train(cfg, out, **train_options)
+    rows = list(runs.eval_rows([out]))
+    print(summary.per_length_tables(rows))
+    print(f"Run directory: {out}")
+    return rows

@@ -3,13 +3,15 @@ directories, checkpoints and per-length evaluation.
 
     step.py         optimizer, loss, model state, the pure step
     program.py      runs that differ only in their seed packed into one compiled program
-    loop.py         train / train_group: resume, log, checkpoint, evaluate, finish
+    loop.py         train / train_group: resume, the loop, evaluate and finish
+    run_log.py      each run's metrics.jsonl and failure state
     checkpoints.py  orbax checkpoints of a run
     evaluate.py     per-length metrics on length buckets
 """
 
-from pe_research.training.loop import CHECKPOINT_EVERY, TrainingDiverged, train, train_group
+from pe_research.training.loop import CHECKPOINT_EVERY, train, train_group
 from pe_research.training.program import Placement, Program, build_program, group_key
+from pe_research.training.run_log import RunLog, TrainingDiverged
 from pe_research.training.step import (
     Keys,
     TrainState,
@@ -27,6 +29,7 @@ __all__ = [
     "Keys",
     "Placement",
     "Program",
+    "RunLog",
     "TrainState",
     "TrainingDiverged",
     "build_program",

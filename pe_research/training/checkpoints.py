@@ -13,6 +13,7 @@ training resumes from the newest one that reads.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import warnings
@@ -28,11 +29,10 @@ from pe_research import runs
 DIR = runs.CHECKPOINTS
 KEEP = 3
 
-# Orbax logs every save at INFO through absl; a run saves often, so keep it to warnings.
-logging.getLogger("absl").setLevel(logging.WARNING)
-
 
 def manager(run_dir: Path, *, keep: int = KEEP) -> ocp.CheckpointManager:
+    # Orbax logs every save at INFO through absl; a run saves often, so keep it to warnings.
+    logging.getLogger("absl").setLevel(logging.WARNING)
     return ocp.CheckpointManager(
         (Path(run_dir) / DIR).absolute(),
         options=ocp.CheckpointManagerOptions(
@@ -50,6 +50,43 @@ def save(mgr: ocp.CheckpointManager, step: int, state: Any, keys: dict[str, jax.
     the device buffers to the next step right away) and its RNG keys, as step `step`."""
     host = jax.device_get(_item(state, keys))
     mgr.save(step, args=ocp.args.StandardSave(host), force=True)
+
+
+class Checkpointer:
+    """Checkpoints of the runs of a packed program: each run saves its own model of the pack
+    (`model_of[r]`) with its RNG keys, every `every` steps and at the last step."""
+
+    def __init__(
+        self,
+        run_dirs: list[Path],
+        model_of: list[int],
+        keys: list[dict[str, jax.Array]],
+        *,
+        every: int,
+        last: int,
+    ):
+        self.model_of, self.keys, self.every, self.last = model_of, keys, every, last
+        self._stack = contextlib.ExitStack()
+        self._managers = []
+        for d in run_dirs:
+            mgr = self._stack.enter_context(contextlib.closing(manager(d)))
+            self._stack.callback(mgr.wait_until_finished)  # runs before close
+            self._managers.append(mgr)
+
+    def __enter__(self) -> Checkpointer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.close()
+
+    def due(self, step: int) -> bool:
+        return step % self.every == 0 or step == self.last
+
+    def save(self, step: int, state_S: Any, run_ids: list[int]) -> None:
+        """Save step `step` of the runs `run_ids` (each its model's slice of `state_S`)."""
+        for r in run_ids:
+            k = self.model_of[r]
+            save(self._managers[r], step, jax.tree.map(lambda x, k=k: x[k], state_S), self.keys[r])
 
 
 def steps(run_dir: Path) -> list[int]:

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from pe_research.config import RunConfig
 from pe_research.data import builders, loader
+from pe_research.metrics import masked_metrics
 from pe_research.model import abstract_model
 from pe_research.tasks import Batch, bucket, eval_batch, length_keys
 
@@ -59,50 +60,48 @@ def eval_graphdef(cfg: RunConfig, graphdef: nnx.GraphDef) -> nnx.GraphDef:
     return new_graphdef
 
 
+def eval_inputs(
+    cfg: RunConfig, root: jax.Array, length: Any, pad_to: int, batch: Batch | None = None
+) -> tuple[Batch, jax.Array]:
+    """The batch that evaluation scores at `length` (sampled from the task's held-out data,
+    unless a built set's `batch` is given) and its positions pos_BL; `length` may be traced."""
+    k_task, k_pos = length_keys(root, length)
+    if batch is None:
+        batch = eval_batch(
+            cfg.task, k_task, cfg.eval.batch_size, length, pad_to=pad_to, causal=cfg.model.causal
+        )
+    return batch, cfg.eval_sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
+
+
 def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
-    """jit(params_K, root_key, length, pad_to=static, batch=None) -> metrics of each of K
+    """jit(params_S, root_key, length, pad_to=static, batch=None) -> metrics of each of S
     packed models, on `batch` (a built set's, padded to pad_to) or else a sampled one.
 
-    Compiles once per `pad_to`; all K models are scored on the same batch. For byte-level text
+    Compiles once per `pad_to`; all S models are scored on the same batch. For byte-level text
     (byte_lm) the metrics include bits per byte: the loss in bits, as each token is one byte.
     """
-    task, sampler, causal = cfg.task, cfg.eval_sampler, cfg.model.causal
-    batch_size = cfg.eval.batch_size
+    task = cfg.task
     graphdef = eval_graphdef(cfg, graphdef)
 
     def metrics(params: Any, batch, pos_BL: jax.Array) -> dict[str, jax.Array]:
         logits_BLV = nnx.merge(graphdef, params)(batch.inputs, pos_BL, batch.valid)
-        mask_BL = batch.loss_mask
-        correct_BL = jnp.argmax(logits_BLV, axis=-1) == batch.targets
-        nll_BL = -jnp.take_along_axis(
-            jax.nn.log_softmax(logits_BLV), batch.targets[..., None], axis=-1
-        )[..., 0]
-        count = jnp.maximum(mask_BL.sum(), 1)
-        out = {
-            "token_accuracy": (correct_BL & mask_BL).sum() / count,
-            "exact_match": jnp.mean(jnp.all(correct_BL | ~mask_BL, axis=1)),
-            "loss": jnp.where(mask_BL, nll_BL, 0.0).sum() / count,
-        }
-        if task.bytes_per_token:
-            out["bits_per_byte"] = out["loss"] / jnp.log(2.0) / task.bytes_per_token
-        return out
+        return masked_metrics(
+            logits_BLV, batch.targets, batch.loss_mask, bytes_per_token=task.bytes_per_token
+        )
 
     def eval_fn(
-        params_K: Any, root: jax.Array, length: jax.Array, pad_to: int, batch: Batch | None = None
+        params_S: Any, root: jax.Array, length: jax.Array, pad_to: int, batch: Batch | None = None
     ):
-        k_task, k_pos = length_keys(root, length)
-        if batch is None:
-            batch = eval_batch(task, k_task, batch_size, length, pad_to=pad_to, causal=causal)
-        pos_BL = sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
-        return jax.vmap(metrics, in_axes=(0, None, None))(params_K, batch, pos_BL)
+        batch, pos_BL = eval_inputs(cfg, root, length, pad_to, batch)
+        return jax.vmap(metrics, in_axes=(0, None, None))(params_S, batch, pos_BL)
 
     return jax.jit(eval_fn, static_argnames="pad_to")
 
 
 def evaluate_packed(
-    cfg: RunConfig, graphdef: nnx.GraphDef, params_K: Any, *, progress: bool = False
+    cfg: RunConfig, graphdef: nnx.GraphDef, params_S: Any, *, progress: bool = False
 ) -> list[list[dict[str, Any]]]:
-    """For each of K packed models (leading axis of params_K), one row per evaluation length:
+    """For each of S packed models (leading axis of params_S), one row per evaluation length:
     token accuracy, exact match, loss, bucket and timing, and the data scored: the built set
     `cfg.eval.data` (read from cfg.eval.data_dir) or fresh samples."""
     eval_fn = make_eval_fn(cfg, graphdef)
@@ -110,18 +109,18 @@ def evaluate_packed(
     if cfg.eval.data is not None:
         eval_set = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir)
     data = cfg.task.describe_eval_data(cfg.eval.seed) if eval_set is None else eval_set.label
-    K = jax.tree.leaves(params_K)[0].shape[0]
+    S = jax.tree.leaves(params_S)[0].shape[0]
     root = jax.random.key(cfg.eval.seed)
     widths = buckets(cfg)
-    rows_K: list[list[dict[str, Any]]] = [[] for _ in range(K)]
+    rows_S: list[list[dict[str, Any]]] = [[] for _ in range(S)]
     for n, pad_to in tqdm(widths.items(), desc="eval", disable=not progress, leave=False):
         t0 = time.perf_counter()
         batch = None if eval_set is None else eval_set.batch(n, cfg.eval.batch_size, pad_to)
-        metrics = eval_fn(params_K, root, jnp.int32(n), pad_to=pad_to, batch=batch)
+        metrics = eval_fn(params_S, root, jnp.int32(n), pad_to=pad_to, batch=batch)
         metrics = jax.device_get(metrics)
         seconds = round(time.perf_counter() - t0, 3)
-        for k in range(K):
-            rows_K[k].append(
+        for k in range(S):
+            rows_S[k].append(
                 {
                     "length": n,
                     **{name: float(v[k]) for name, v in metrics.items()},
@@ -132,15 +131,15 @@ def evaluate_packed(
                 }
             )
     compiles = len(set(widths.values()))  # jit caches one program per width
-    for rows in rows_K:
+    for rows in rows_S:
         for row in rows:
             row["compiles"] = compiles
-    return rows_K
+    return rows_S
 
 
 def evaluate(
     cfg: RunConfig, graphdef: nnx.GraphDef, params: Any, *, progress: bool = False
 ) -> list[dict[str, Any]]:
     """One row per evaluation length for a single model (see evaluate_packed)."""
-    params_K = jax.tree.map(lambda x: x[None], params)
-    return evaluate_packed(cfg, graphdef, params_K, progress=progress)[0]
+    params_S = jax.tree.map(lambda x: x[None], params)
+    return evaluate_packed(cfg, graphdef, params_S, progress=progress)[0]

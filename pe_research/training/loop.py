@@ -6,11 +6,7 @@ Python.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
-import math
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +18,9 @@ from pe_research import runs
 from pe_research.config import RunConfig
 from pe_research.model import abstract_model
 from pe_research.training import checkpoints, evaluate
-from pe_research.training.program import build_program, group_key, stack_models
-
-
-class TrainingDiverged(FloatingPointError):
-    pass
-
+from pe_research.training.program import Program, build_program, group_key, stack_models
+from pe_research.training.run_log import RunLog
+from pe_research.training.step import TrainState
 
 CHECKPOINT_EVERY = 100
 """Default steps between checkpoints (and one at the end of training)."""
@@ -47,19 +40,19 @@ def train(
     DONE last. An interrupted run in `run_dir` with the same config resumes from its newest
     checkpoint. TrainingDiverged if the loss becomes NaN or inf (the run is marked failed).
     """
-    graphdef, params_K = train_group(
+    graphdef, params_S = train_group(
         [cfg],
         [run_dir],
         overwrite=overwrite,
         progress=progress,
         checkpoint_every=checkpoint_every,
     )
-    return graphdef, jax.tree.map(lambda x: x[0], params_K)
+    return graphdef, jax.tree.map(lambda x: x[0], params_S)
 
 
 def _resumable(run_dir: Path, cfg: RunConfig) -> bool:
     """Whether `run_dir` holds an unfinished run of `cfg` with at least one checkpoint."""
-    if runs.is_done(run_dir) or runs.is_failed(run_dir) or not checkpoints.steps(run_dir):
+    if runs.is_finished(run_dir) or not checkpoints.steps(run_dir):
         return False
     try:
         return runs.load_config(run_dir) == cfg
@@ -87,8 +80,43 @@ def train_group(
     A run whose loss becomes NaN or inf is marked failed (runs.mark_failed, with the step)
     and gets no evaluation; the others train on. TrainingDiverged if every run failed. On
     several local devices the seeds (or else the batch) are spread over them. Returns
-    (graphdef, params_K) for the distinct seeds in ascending order.
+    (graphdef, params_S) for the distinct seeds in ascending order.
     """
+    cfg, seeds = _check_group(cfgs, checkpoint_every)
+    resume = not overwrite and all(
+        _resumable(Path(d), c) for c, d in zip(cfgs, run_dirs, strict=True)
+    )
+    run_dirs = [
+        runs.prepare(Path(d), c, overwrite=overwrite, resume=resume)
+        for c, d in zip(cfgs, run_dirs, strict=True)
+    ]
+    prog = build_program(cfg, seeds)
+    model_of = [seeds.index(c.seed) for c in cfgs]  # run -> its model in the pack
+    # What a checkpoint must hold: the data and position streams of the run's seed.
+    keys = [{"data": prog.data_keys[s], "positions": prog.pos_keys[s]} for s in model_of]
+    start, state = _resume(run_dirs, prog, model_of, keys) if resume else (0, prog.state)
+    width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
+    log = RunLog(
+        run_dirs,
+        model_of,
+        start=start,
+        tokens_per_step=len(seeds) * cfg.train.batch_size * width,
+        compile_s=prog.compile_s,
+        log_every=cfg.train.log_every,
+        learning_rate=cfg.train.learning_rate,
+    )
+    ckpt = checkpoints.Checkpointer(
+        run_dirs, model_of, keys, every=checkpoint_every, last=cfg.train.steps
+    )
+    with log, ckpt:
+        state = _loop(cfg, prog, state, start, log, ckpt, progress)
+    _evaluate_and_finish(cfgs, run_dirs, prog.graphdef, state.params, model_of, log, progress)
+    return prog.graphdef, state.params
+
+
+def _check_group(cfgs: list[RunConfig], checkpoint_every: int) -> tuple[RunConfig, list[int]]:
+    """The group's training config and its distinct seeds; ValueError before any training if a
+    config, an evaluation encoding or the checkpoint interval cannot work."""
     key = group_key(cfgs[0])
     if any(group_key(c) != key for c in cfgs[1:]):
         raise ValueError(
@@ -99,139 +127,86 @@ def train_group(
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be >= 1 step, got {checkpoint_every}.")
     cfg = dataclasses.replace(cfgs[0], eval_encoding=None)
-    seeds = sorted({c.seed for c in cfgs})
-    resume = not overwrite and all(
-        _resumable(Path(d), c) for c, d in zip(cfgs, run_dirs, strict=True)
-    )
-    run_dirs = [
-        runs.prepare(Path(d), c, overwrite=overwrite, resume=resume)
-        for c, d in zip(cfgs, run_dirs, strict=True)
-    ]
-    K = len(seeds)
     shape = abstract_model(cfg.model, cfg.encoding, cfg.task.vocab_size)[0]
     for c in cfgs:  # an evaluation encoding that cannot take the parameters fails before training
         evaluate.eval_graphdef(c, shape)
-    prog = build_program(cfg, seeds)
-    graphdef, state, step_fn, compile_s = prog.graphdef, prog.state, prog.step, prog.compile_s
-    data_keys, pos_keys = prog.data_keys, prog.pos_keys
-    model_of = [seeds.index(c.seed) for c in cfgs]  # run -> its model in the pack
-    run_keys = [
-        {"data": data_keys[k], "positions": pos_keys[k]} for k in model_of
-    ]  # what a checkpoint must hold: the data and position streams of the run's seed
+    return cfg, sorted({c.seed for c in cfgs})
 
-    log_every, steps = cfg.train.log_every, cfg.train.steps
-    start = 0
-    if resume:
-        like = jax.tree.map(lambda x: x[0], state)
-        found = checkpoints.restore_latest(run_dirs, [like] * len(cfgs), run_keys)
-        start = found[0] if found is not None else 0
-        for d in run_dirs:  # unreadable or unshared later checkpoints are written again
-            checkpoints.discard_after(d, start)
-        if found is not None:
-            states = found[1]
-            where = ", ".join(str(d) for d in run_dirs)
-            tqdm.write(f"Resuming {where} from the checkpoint of step {start} of {steps}.")
-            per_model = [states[model_of.index(k)] for k in range(K)]
-            state = jax.device_put(
-                stack_models(per_model), jax.tree.map(lambda x: x.sharding, state)
-            )
-    width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
-    tokens_per_step = K * cfg.train.batch_size * width
-    last = {"step": start, "time": time.perf_counter()}
-    t_start = last["time"]
-    failed: dict[int, int] = {}  # run -> step its loss was first seen non-finite
 
-    def write(files, step: int, metrics_K: dict) -> dict:
-        """Fetch metrics of `step` (one step late) and append a row to each metrics.jsonl."""
-        metrics_K = jax.device_get(metrics_K)
-        now = time.perf_counter()
-        tok_s = (step - last["step"]) * tokens_per_step / (now - last["time"])
-        last.update(step=step, time=now)
-        for r, (f, run_dir) in enumerate(zip(files, run_dirs, strict=True)):
-            if r in failed:
-                continue
-            row = {"step": step, **{name: float(v[model_of[r]]) for name, v in metrics_K.items()}}
-            # Throughput of the whole packed program, shared by its K runs.
-            row.update(tokens_per_s=round(tok_s, 1), elapsed_s=round(now - t_start, 3))
-            if K > 1:
-                row["packed_runs"] = K
-            if step <= log_every:
-                row["compile_s"] = round(compile_s, 3)
-            if not math.isfinite(row["loss"]):
-                failed[r] = step
-                runs.mark_failed(
-                    run_dir,
-                    step=step,
-                    reason=f"loss became {row['loss']} by step {step}; lower learning_rate "
-                    f"(now {cfg.train.learning_rate}) or raise warmup_steps",
-                )
-            try:
-                f.write(json.dumps(row) + "\n")
-                f.flush()
-            except OSError as e:  # a full disk says what to do, not just its errno
-                raise runs.write_error(run_dir / runs.METRICS, e) from None
-        if len(failed) == len(run_dirs):
-            raise TrainingDiverged(
-                f"loss became non-finite by step {step} in every run of "
-                f"{', '.join(str(d) for d in run_dirs)}; lower learning_rate (now "
-                f"{cfg.train.learning_rate}) or raise warmup_steps."
-            )
-        return row
+def _resume(
+    run_dirs: list[Path], prog: Program, model_of: list[int], keys: list[dict[str, jax.Array]]
+) -> tuple[int, TrainState]:
+    """The newest step that every run checkpointed and reads back, with the packed state at it
+    (else step 0 and the fresh state). Later checkpoints are discarded: they are written again."""
+    like = jax.tree.map(lambda x: x[0], prog.state)
+    found = checkpoints.restore_latest(run_dirs, [like] * len(run_dirs), keys)
+    start = 0 if found is None else found[0]
+    for d in run_dirs:
+        checkpoints.discard_after(d, start)
+    if found is None:
+        return 0, prog.state
+    where = ", ".join(str(d) for d in run_dirs)
+    tqdm.write(f"Resuming {where} from the checkpoint of step {start}.")
+    per_model = [found[1][model_of.index(s)] for s in range(len(set(model_of)))]
+    shardings = jax.tree.map(lambda x: x.sharding, prog.state)
+    return start, jax.device_put(stack_models(per_model), shardings)
 
-    def save_checkpoints(step: int) -> None:
-        for r, (mgr, keys) in enumerate(zip(managers, run_keys, strict=True)):
-            if r not in failed:
-                k = model_of[r]
-                checkpoints.save(mgr, step, jax.tree.map(lambda x, k=k: x[k], state), keys)
 
+def _loop(
+    cfg: RunConfig,
+    prog: Program,
+    state: TrainState,
+    start: int,
+    log: RunLog,
+    ckpt: checkpoints.Checkpointer,
+    progress: bool,
+) -> TrainState:
+    """Steps start+1..steps. The metrics of a logged step are fetched after the next step has
+    been dispatched, and every row up to a checkpoint is on disk before it is saved."""
+    steps, log_every = cfg.train.steps, cfg.train.log_every
+    seeds = len(set(log.model_of))
+    desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{seeds} seeds" if seeds > 1 else "")
     pending = None
-    desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{K} seeds" if K > 1 else "")
-    with contextlib.ExitStack() as stack:
-        files = [stack.enter_context(_open_metrics(d / runs.METRICS, start)) for d in run_dirs]
-        managers = [checkpoints.manager(d) for d in run_dirs]
-        for mgr in managers:
-            stack.callback(mgr.close)
-            stack.callback(mgr.wait_until_finished)
-        bar = stack.enter_context(
-            tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False)
-        )
-        for i in range(start, steps):
-            state, metrics = step_fn(state, data_keys, pos_keys)
+    with tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False) as bar:
+        for step in range(start + 1, steps + 1):
+            state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
             if pending is not None:
-                row = write(files, *pending)
+                row = log.write(*pending)
                 bar.set_postfix(
                     loss=f"{row['loss']:.3f}",
-                    acc=f"{row['accuracy']:.3f}",
+                    acc=f"{row['token_accuracy']:.3f}",
                     tok_s=f"{row['tokens_per_s']:.0f}",
                 )
                 pending = None
-            if (i + 1) % log_every == 0 or i + 1 == steps:
-                pending = (i + 1, metrics)
-            if (i + 1) % checkpoint_every == 0 or i + 1 == steps:
+            if step % log_every == 0 or step == steps:
+                pending = (step, metrics)
+            if ckpt.due(step):
                 if pending is not None:  # rows up to a checkpoint are on disk before it
-                    write(files, *pending)
+                    log.write(*pending)
                     pending = None
-                save_checkpoints(i + 1)
+                ckpt.save(step, state, log.live())
             bar.update(1)
         if pending is not None:
-            write(files, *pending)
+            log.write(*pending)
+    return state
 
-    # One evaluation of all seeds per evaluation encoding.
+
+def _evaluate_and_finish(
+    cfgs: list[RunConfig],
+    run_dirs: list[Path],
+    graphdef: nnx.GraphDef,
+    params_S: Any,
+    model_of: list[int],
+    log: RunLog,
+    progress: bool,
+) -> None:
+    """One evaluation of all seeds per evaluation encoding; each run that did not fail gets its
+    eval.jsonl, then DONE."""
+    cfg = dataclasses.replace(cfgs[0], eval_encoding=None)
     for eval_encoding in dict.fromkeys(c.eval_encoding for c in cfgs):
         eval_cfg = dataclasses.replace(cfg, eval_encoding=eval_encoding)
-        rows_K = evaluate.evaluate_packed(eval_cfg, graphdef, state.params, progress=progress)
-        for r, (c, run_dir) in enumerate(zip(cfgs, run_dirs, strict=True)):
-            if c.eval_encoding == eval_encoding and r not in failed:
-                runs.write_jsonl(run_dir / runs.EVAL, rows_K[model_of[r]])
-                runs.mark_done(run_dir)
-    return graphdef, state.params
-
-
-def _open_metrics(path: Path, start: int):
-    """metrics.jsonl for appending rows after step `start`: rows of later steps (logged after
-    the checkpoint a run resumes from) are dropped first, so the file reads as one run."""
-    if start == 0:
-        return open(path, "w")
-    rows = [r for r in runs.read_jsonl(path) if r["step"] <= start] if path.exists() else []
-    runs.write_jsonl(path, rows)
-    return open(path, "a")
+        rows_S = evaluate.evaluate_packed(eval_cfg, graphdef, params_S, progress=progress)
+        for r in log.live():
+            if cfgs[r].eval_encoding == eval_encoding:
+                runs.write_jsonl(run_dirs[r] / runs.EVAL, rows_S[model_of[r]])
+                runs.mark_done(run_dirs[r])

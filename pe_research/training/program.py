@@ -1,4 +1,4 @@
-"""K packed models as one compiled program: runs that differ only in their seed train together,
+"""S packed models as one compiled program: runs that differ only in their seed train together,
 their state stacked on a leading model axis and their step under jax.vmap, spread over the local
 devices."""
 
@@ -36,7 +36,7 @@ def stack_models(trees: list[Any]) -> Any:
 class Placement(NamedTuple):
     """Where packed state and sampled batches live on the local devices."""
 
-    state: Any  # sharding of every leaf of the [K, ...] state and the [K] keys
+    state: Any  # sharding of every leaf of the [S, ...] state and the [S] keys
     batch: Any  # sharding constraint of one model's batch inside the step, or None
 
     @classmethod
@@ -57,13 +57,13 @@ class Placement(NamedTuple):
 
 
 class Program(NamedTuple):
-    """K packed models ready to train: their state, keys, and the compiled step."""
+    """S packed models ready to train: their state, keys, and the compiled step."""
 
     graphdef: nnx.GraphDef
-    state: TrainState  # every leaf has a leading axis of K models
-    data_keys: jax.Array  # [K]
-    pos_keys: jax.Array  # [K]
-    step: Any  # compiled (state, data_keys, pos_keys) -> (state, metrics_K); state donated
+    state: TrainState  # every leaf has a leading axis of S models
+    data_keys: jax.Array  # [S]
+    pos_keys: jax.Array  # [S]
+    step: Any  # compiled (state, data_keys, pos_keys) -> (state, metrics_S); state donated
     compile_s: float
 
 

@@ -16,6 +16,7 @@ import optax
 from flax import nnx
 
 from pe_research.config import RunConfig, TrainConfig
+from pe_research.metrics import masked_metrics
 from pe_research.model import Transformer
 from pe_research.tasks import Batch
 
@@ -57,14 +58,14 @@ def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     )
 
 
+TRAIN_METRICS = ("loss", "token_accuracy")
+"""The metrics of `masked_metrics` logged at each training step (metrics.jsonl)."""
+
+
 def loss_and_metrics(logits_BLV: jax.Array, batch: Batch) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """Mean cross entropy and token accuracy over the scored positions."""
-    nll_BL = optax.softmax_cross_entropy_with_integer_labels(logits_BLV, batch.targets)
-    mask_BL = batch.loss_mask.astype(jnp.float32)
-    count = jnp.maximum(mask_BL.sum(), 1.0)
-    loss = (nll_BL * mask_BL).sum() / count
-    correct_BL = (jnp.argmax(logits_BLV, axis=-1) == batch.targets).astype(jnp.float32)
-    return loss, {"loss": loss, "accuracy": (correct_BL * mask_BL).sum() / count}
+    """Mean cross entropy, and the TRAIN_METRICS, over the scored positions."""
+    out = masked_metrics(logits_BLV, batch.targets, batch.loss_mask)
+    return out["loss"], {name: out[name] for name in TRAIN_METRICS}
 
 
 def init_model(cfg: RunConfig, key: jax.Array) -> tuple[nnx.GraphDef, Any]:

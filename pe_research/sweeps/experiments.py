@@ -1,0 +1,82 @@
+"""Experiment files: one study per file in ./experiments/, a `runs(scale=...)` function returning
+run configs; the presets its scales share.
+
+An experiment file's docstring gives the exact command, the runtime and the result of a real
+run. `SCALES` maps a scale name (`cpu`, the default, and `gpu`) to its preset; experiments that
+study length generalization at the standard size use `STANDARD_SCALES`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+from pathlib import Path
+from types import ModuleType
+
+from pe_research.config import ModelConfig, RunConfig, TrainConfig
+
+GPU_MODEL = ModelConfig(num_layers=4, d_model=256, num_heads=8, mlp_dim=1024)
+"""The model of the `gpu` scale: sized for an accelerator, not for 2 CPU cores."""
+GPU_TRAIN = TrainConfig(steps=5000, batch_size=128, train_length=32, learning_rate=5e-4)
+"""The training of the `gpu` scale."""
+STANDARD_SCALES = {
+    "cpu": (ModelConfig(), TrainConfig(steps=500, train_length=16)),
+    "gpu": (GPU_MODEL, GPU_TRAIN),
+}
+"""(model, train) per scale for experiments on 1-D tasks at the standard training lengths."""
+
+
+def gpu_train(**changes) -> TrainConfig:
+    """The `gpu` scale's training with some fields changed (e.g. another training length)."""
+    return dataclasses.replace(GPU_TRAIN, **changes)
+
+
+def load_experiment(name_or_path: str) -> ModuleType:
+    """An experiment module, by path (`experiments/default.py`) or by name (`default`),
+    looked up in ./experiments/."""
+    path = Path(name_or_path)
+    if path.suffix != ".py":
+        path = Path("experiments") / f"{name_or_path}.py"
+    if not path.exists():
+        known = sorted(p.stem for p in Path("experiments").glob("*.py") if p.stem != "__init__")
+        raise FileNotFoundError(
+            f"No experiment file {path}. Known experiments in ./experiments: "
+            f"{', '.join(known) or 'none (run from the repository root)'}."
+        )
+    spec = importlib.util.spec_from_file_location(f"pe_experiment_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "runs", None)):
+        raise ValueError(f"{path} must define runs() -> list[RunConfig].")
+    return module
+
+
+def experiment_runs(module: ModuleType, scale: str | None = None) -> list[RunConfig]:
+    """The experiment's run configs; `scale` picks a preset of runs(scale=...) (e.g. "gpu")."""
+    if scale is None:
+        configs = list(module.runs())
+    elif "scale" in inspect.signature(module.runs).parameters:
+        presets = getattr(module, "SCALES", None)
+        if presets is not None and scale not in presets:
+            raise ValueError(
+                f"{module.__file__} has no scale {scale!r}; it has: {', '.join(presets)}. Pass "
+                "one of them to --scale, or no --scale for its CPU size."
+            )
+        try:
+            configs = list(module.runs(scale=scale))
+        except KeyError as e:
+            raise ValueError(
+                f"{module.__file__}: runs(scale={scale!r}) does not know that scale ({e}); "
+                "pass one it knows to --scale, or no --scale for its CPU size."
+            ) from None
+    else:
+        raise ValueError(f"{module.__file__}: runs() takes no scale; drop --scale.")
+    if not configs:
+        raise ValueError(f"{module.__file__}: runs() returned no run configs.")
+    for cfg in configs:
+        if not isinstance(cfg, RunConfig):
+            raise ValueError(
+                f"{module.__file__}: runs() returned {type(cfg).__name__}, expected RunConfig."
+            )
+    return configs

@@ -1,0 +1,112 @@
+"""The run log of a packed program: each run's metrics.jsonl and whether the run has failed.
+
+Rows are appended as training goes; a run whose loss becomes NaN or inf is marked failed (its
+FAILED file, with the step) and gets no more rows. Rows after the step a run resumes from
+(logged after the checkpoint it restarts at) are dropped first, so the file reads as one run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from pe_research import runs
+
+
+class TrainingDiverged(FloatingPointError):
+    pass
+
+
+class RunLog:
+    """Appends one row per logged step to the metrics.jsonl of each run of a packed program.
+
+    `model_of[r]` is the model of the pack that run r reads its metrics from; runs that differ
+    only in their evaluation encoding share a model. Throughput is that of the whole program.
+    """
+
+    def __init__(
+        self,
+        run_dirs: list[Path],
+        model_of: list[int],
+        *,
+        start: int,
+        tokens_per_step: int,
+        compile_s: float,
+        log_every: int,
+        learning_rate: float,
+    ):
+        self.run_dirs, self.model_of = run_dirs, model_of
+        self.tokens_per_step, self.compile_s = tokens_per_step, compile_s
+        self.log_every, self.learning_rate = log_every, learning_rate
+        self.num_models = len(set(model_of))
+        self.failed: dict[int, int] = {}  # run -> step its loss was first seen non-finite
+        self._last_step, self._last_time = start, time.perf_counter()
+        self._t_start = self._last_time
+        self._files = [_open_metrics(d / runs.METRICS, start) for d in run_dirs]
+
+    def __enter__(self) -> RunLog:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for f in self._files:
+            f.close()
+
+    def live(self) -> list[int]:
+        """Runs that have not failed."""
+        return [r for r in range(len(self.run_dirs)) if r not in self.failed]
+
+    def write(self, step: int, metrics_S: dict[str, jax.Array]) -> dict[str, Any]:
+        """Fetch the metrics of `step` (one step late) and append a row to each live run's file;
+        returns the last row. TrainingDiverged once every run has failed."""
+        metrics_S = jax.device_get(metrics_S)
+        now = time.perf_counter()
+        tok_s = (step - self._last_step) * self.tokens_per_step / (now - self._last_time)
+        self._last_step, self._last_time = step, now
+        for r in self.live():
+            row = {"step": step, **{m: float(v[self.model_of[r]]) for m, v in metrics_S.items()}}
+            row.update(tokens_per_s=round(tok_s, 1), elapsed_s=round(now - self._t_start, 3))
+            if self.num_models > 1:
+                row["packed_runs"] = self.num_models
+            if step <= self.log_every:
+                row["compile_s"] = round(self.compile_s, 3)
+            if not math.isfinite(row["loss"]):
+                self._fail(r, step, row["loss"])
+            self._append(r, row)
+        if not self.live():
+            raise TrainingDiverged(
+                f"loss became non-finite by step {step} in every run of "
+                f"{', '.join(str(d) for d in self.run_dirs)}; {self._advice()}."
+            )
+        return row
+
+    def _fail(self, r: int, step: int, loss: float) -> None:
+        self.failed[r] = step
+        runs.mark_failed(
+            self.run_dirs[r],
+            step=step,
+            reason=f"loss became {loss} by step {step}; {self._advice()}",
+        )
+
+    def _advice(self) -> str:
+        return f"lower learning_rate (now {self.learning_rate}) or raise warmup_steps"
+
+    def _append(self, r: int, row: dict[str, Any]) -> None:
+        try:
+            self._files[r].write(json.dumps(row) + "\n")
+            self._files[r].flush()
+        except OSError as e:  # a full disk says what to do, not just its errno
+            raise runs.write_error(self.run_dirs[r] / runs.METRICS, e) from None
+
+
+def _open_metrics(path: Path, start: int):
+    """metrics.jsonl for appending rows after step `start`."""
+    if start == 0:
+        return open(path, "w")
+    rows = [r for r in runs.read_jsonl(path) if r["step"] <= start] if path.exists() else []
+    runs.write_jsonl(path, rows)
+    return open(path, "a")
