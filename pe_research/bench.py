@@ -33,6 +33,7 @@ import numpy as np
 from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.training import evaluate
+from pe_research.training.step import padded_tokens
 
 # -- compile counting -------------------------------------------------------------------------
 
@@ -80,6 +81,8 @@ class Workload:
     description: str
     cfg: RunConfig
     encodings: tuple[str, ...] = ("rope",)
+    length_buckets: tuple[int, ...] = ()
+    """Also time these values of train.length_buckets (the first encoding, one model)."""
 
 
 def _peer_cfg(**train: Any) -> RunConfig:
@@ -100,6 +103,14 @@ WORKLOADS: dict[str, Workload] = {
         "(40 + SEP + 40 answer positions = 81 tokens; the peer uses 80, without SEP)",
         _peer_cfg(batch_size=128, train_length=40),
         ("rope", "nope", "sinusoidal"),
+    ),
+    "peer-curriculum": Workload(
+        "The peer's transformer on its curriculum: lengths uniform in 1..40 per sequence (the "
+        "peer draws one length per batch and compiles one program per length), batch 128; "
+        "sequences/s and real (non-padding) tokens/s for 1, 2, 4, 8 length buckets",
+        _peer_cfg(batch_size=128, train_length=40),
+        ("rope",),
+        length_buckets=(1, 2, 4, 8),
     ),
     "default": Workload(
         "The default experiment's model: causal, 2 layers, d_model 64, 4 heads, batch 64, copy "
@@ -129,8 +140,18 @@ def matmul_flops(cfg: RunConfig, width: int) -> float:
 
 
 def train_step_flops(cfg: RunConfig, num_models: int = 1) -> float:
-    width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
-    return 3 * matmul_flops(cfg, width) * cfg.train.batch_size * num_models
+    """Matmul FLOPs of one training step (forward and backward), padding included: each length
+    bucket's sequences at its own width."""
+    per_bucket = cfg.train.batch_size // cfg.train.length_buckets
+    widths = [cfg.task.seq_len(n, cfg.model.causal) for _, n in cfg.train.length_ranges()]
+    return 3 * sum(matmul_flops(cfg, w) * per_bucket for w in widths) * num_models
+
+
+def real_tokens_per_sequence(cfg: RunConfig) -> float:
+    """Mean number of real (non-padding) tokens of a training sequence: lengths are uniform in
+    1..train_length whatever the buckets."""
+    n = cfg.train.train_length
+    return sum(cfg.task.seq_len(k, cfg.model.causal) for k in range(1, n + 1)) / n
 
 
 def measure_matmul_peak(n: int = 2048, repeats: int = 5) -> float:
@@ -178,17 +199,21 @@ def measure_training(
     with CompileCounter() as counter:
         prog = train.build_program(cfg, list(range(num_models)))
     step_s = statistics.median(time_steps(prog, steps, repeats))
-    width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
     sequences = num_models * cfg.train.batch_size
+    padded = num_models * padded_tokens(cfg)
+    real = sequences * real_tokens_per_sequence(cfg)
     flops = train_step_flops(cfg, num_models)
     return {
         "models": num_models,
+        "length_buckets": cfg.train.length_buckets,
         "compile_s": round(prog.compile_s, 3),
         "xla_compiles": counter.xla_compiles,
         "step_s": round(step_s, 5),
         "sequences_per_s": round(sequences / step_s, 1),
-        "tokens_per_s": round(sequences * width / step_s, 1),
-        "tokens_per_step": sequences * width,
+        "tokens_per_s": round(padded / step_s, 1),  # computed, padding included
+        "real_tokens_per_s": round(real / step_s, 1),
+        "padding_fraction": round(1 - real / padded, 3),
+        "tokens_per_step": padded,
         "flops_per_step": flops,
         "xla_flops_per_step": _xla_flops(prog.step),
         "gflop_per_s": round(flops / step_s / 1e9, 2),
@@ -255,9 +280,23 @@ def run_workload(
                 f"{ev['eval_compiles']} compiles (buckets {ev['eval_buckets']})"
             )
     cfg = dataclasses.replace(work.cfg, encoding=encodings.get((encodings_ or work.encodings)[0]))
+    out["length_buckets"] = []
+    for buckets in work.length_buckets:
+        bucketed = dataclasses.replace(
+            cfg, train=dataclasses.replace(cfg.train, length_buckets=buckets)
+        )
+        row = measure_training(bucketed, 1, peak, steps, repeats)
+        out["length_buckets"].append(row)
+        log(
+            f"  buckets={buckets:<2d} step {row['step_s'] * 1e3:8.2f} ms  "
+            f"{row['sequences_per_s']:8.0f} seq/s  {row['real_tokens_per_s']:8.0f} real tok/s  "
+            f"padding {row['padding_fraction']:.0%}  {row['fraction_of_peak']:.0%} of peak"
+        )
+    if work.length_buckets:  # packing seeds is measured on the other workloads
+        ks = ()
     packed = [measure_training(cfg, k, peak, max(steps // k, 2), repeats) for k in ks]
-    base = packed[0]["tokens_per_s"] / packed[0]["models"]
     for row in packed:
+        base = packed[0]["tokens_per_s"] / packed[0]["models"]
         row["vs_one_by_one"] = round(row["tokens_per_s"] / (base * row["models"]), 3)
         log(
             f"  packed K={row['models']:<3d} {row['tokens_per_s']:10.0f} tok/s  "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import tyro
 
@@ -30,6 +30,16 @@ class ModelConfig:
     mlp_dim: int = 256
     causal: bool = True
     """Causal decoder (True) or bidirectional encoder (False)."""
+    compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    """Dtype of the matmuls (projections, q.k and p.v, output head). Parameters, optimizer
+    state, LayerNorm, attention logits, softmax and output logits stay float32."""
+    attention: Literal["auto", "einsum", "dot_product"] = "auto"
+    """How attention is computed: einsum (chunked on CPU), jax.nn.dot_product_attention, or auto
+    (dot_product on GPU, einsum elsewhere). Analysis that records attention always uses einsum."""
+
+    # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
+    # directories written before these options existed are found and resumed as they are.
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("compute_dtype", "attention")
 
     @property
     def head_dim(self) -> int:
@@ -55,12 +65,21 @@ class ModelConfig:
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
                 "choose sizes with d_model % num_heads == 0."
             )
+        for name in ("compute_dtype", "attention"):
+            choices = typing.get_args(typing.get_type_hints(ModelConfig)[name])
+            if getattr(self, name) not in choices:
+                raise ValueError(
+                    f"model {name} {getattr(self, name)!r} is not supported: set "
+                    f"--model.{name.replace('_', '-')} to one of {', '.join(choices)}."
+                )
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     steps: int = 500
     batch_size: int = 64
+    """Sequences per step (per model), whatever their lengths: a batch counts sequences, not
+    tokens, so recipes with and without length buckets see the same data per step."""
     train_length: int = 16
     """Sequences have 1..train_length data symbols, drawn uniformly per sequence."""
     learning_rate: float = 3e-3
@@ -68,9 +87,23 @@ class TrainConfig:
     weight_decay: float = 0.01
     grad_clip: float = 1.0
     log_every: int = 50
+    length_buckets: int = 1
+    """Draw each batch in this many groups of lengths, stratified: 1..train_length split into
+    equal ranges, batch_size / length_buckets sequences per range with lengths uniform in it, each
+    group padded only to the widest length of its range. Lengths stay uniform over
+    1..train_length while the step computes far less padding; one compiled program with one
+    forward pass per group. 1: every sequence padded to the widest training length."""
+    steps_per_dispatch: int = 1
+    """Training steps run by one call of the compiled program (jax.lax.scan over the steps):
+    small models on an accelerator are bound by dispatch without it. Must divide steps,
+    log_every and the checkpoint interval."""
+
+    # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
+    # directories written before these options existed are found and resumed as they are.
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("length_buckets", "steps_per_dispatch")
 
     def check(self) -> None:
-        for name in ("steps", "batch_size", "train_length", "log_every"):
+        for name in ("steps", "batch_size", "train_length", "log_every", "length_buckets"):
             if getattr(self, name) < 1:
                 raise ValueError(
                     f"train {name} must be >= 1, got {getattr(self, name)}: set "
@@ -80,6 +113,31 @@ class TrainConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}.")
+        G = self.length_buckets
+        if self.train_length % G or self.batch_size % G:
+            raise ValueError(
+                f"length_buckets={G} must divide both train_length={self.train_length} and "
+                f"batch_size={self.batch_size} (each bucket gets an equal range of lengths and an "
+                "equal share of the batch): choose --train.length-buckets among the common "
+                f"divisors {_common_divisors(self.train_length, self.batch_size)}."
+            )
+        T = self.steps_per_dispatch
+        if T < 1 or self.steps % T or self.log_every % T:
+            raise ValueError(
+                f"steps_per_dispatch={T} must be >= 1 and divide steps={self.steps} and "
+                f"log_every={self.log_every} (metrics are read at the end of a dispatch): choose "
+                "--train.steps-per-dispatch among their common divisors "
+                f"{_common_divisors(self.steps, self.log_every)}."
+            )
+
+    def length_ranges(self) -> list[tuple[int, int]]:
+        """(shortest, longest) number of symbols of each length bucket, shortest first."""
+        size = self.train_length // self.length_buckets
+        return [(g * size + 1, (g + 1) * size) for g in range(self.length_buckets)]
+
+
+def _common_divisors(a: int, b: int) -> list[int]:
+    return [d for d in range(1, min(a, b) + 1) if a % d == 0 and b % d == 0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +234,11 @@ class RunConfig:
         self.train.check()
         self.eval.check()
         self.task.check()
+        if self.train.length_buckets > 1 and not self.task.variable_length:
+            raise ValueError(
+                f"task {self.task.name!r} draws every sequence with exactly train_length symbols, "
+                "so there are no lengths to bucket: drop --train.length-buckets."
+            )
 
         def form(axes: int | None) -> str:
             return "1-D positions pos_BL" if axes is None else f"{axes}-D positions pos_BLA"
@@ -211,8 +274,8 @@ class RunConfig:
                 None if self.eval_encoding is None else encodings.to_dict(self.eval_encoding)
             ),
             "positions": samplers.to_dict(self.positions),
-            "model": dataclasses.asdict(self.model),
-            "train": dataclasses.asdict(self.train),
+            "model": _asdict(self.model),
+            "train": _asdict(self.train),
             "eval": evaluation,
             "seed": self.seed,
         }
@@ -251,6 +314,16 @@ class RunConfig:
                 f"config does not match RunConfig ({type(e).__name__}: {e}); "
                 "regenerate it with `pe-research train` rather than editing it by hand."
             ) from e
+
+
+def _asdict(config: Any) -> dict[str, Any]:
+    """dataclasses.asdict, less the fields named in OMIT_AT_DEFAULT that hold their default."""
+    d = dataclasses.asdict(config)
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    for name in getattr(config, "OMIT_AT_DEFAULT", ()):
+        if d[name] == defaults[name]:
+            del d[name]
+    return d
 
 
 class _WrongType(ValueError):

@@ -83,6 +83,9 @@ class Task(abc.ABC):
         corpus its validation split."""
         return self
 
+    # False for tasks whose every sequence has exactly `length` symbols (nothing to bucket).
+    variable_length: ClassVar[bool] = True
+
     # Bytes per token, for tasks whose tokens are bytes of text: evaluation then reports the
     # loss as bits per byte. None for symbolic tasks.
     bytes_per_token: ClassVar[int | None] = None
@@ -462,6 +465,7 @@ class ByteLM(Task):
     def held_out(self) -> ByteLM:
         return dataclasses.replace(self, split="validation")
 
+    variable_length = False
     bytes_per_token = 1
 
     def describe_eval_data(self, eval_seed: int) -> str:

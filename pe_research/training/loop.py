@@ -20,7 +20,7 @@ from pe_research.model import abstract_model
 from pe_research.training import checkpoints, evaluate
 from pe_research.training.program import Program, build_program, group_key, stack_models
 from pe_research.training.run_log import RunLog
-from pe_research.training.step import TrainState
+from pe_research.training.step import TrainState, padded_tokens
 
 CHECKPOINT_EVERY = 100
 """Default steps between checkpoints (and one at the end of training)."""
@@ -95,12 +95,11 @@ def train_group(
     # What a checkpoint must hold: the data and position streams of the run's seed.
     keys = [{"data": prog.data_keys[s], "positions": prog.pos_keys[s]} for s in model_of]
     start, state = _resume(run_dirs, prog, model_of, keys) if resume else (0, prog.state)
-    width = cfg.task.seq_len(cfg.train.train_length, cfg.model.causal)
     log = RunLog(
         run_dirs,
         model_of,
         start=start,
-        tokens_per_step=len(seeds) * cfg.train.batch_size * width,
+        tokens_per_step=len(seeds) * padded_tokens(cfg),
         compile_s=prog.compile_s,
         log_every=cfg.train.log_every,
         learning_rate=cfg.train.learning_rate,
@@ -126,6 +125,13 @@ def _check_group(cfgs: list[RunConfig], checkpoint_every: int) -> tuple[RunConfi
         evaluate.check_run(c)
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be >= 1 step, got {checkpoint_every}.")
+    per_call = cfgs[0].train.steps_per_dispatch
+    if checkpoint_every % per_call:
+        raise ValueError(
+            f"the checkpoint interval ({checkpoint_every} steps) is not a multiple of "
+            f"steps_per_dispatch={per_call}: checkpoints are saved between dispatches; set "
+            "--checkpoint-every to a multiple of it, or lower --train.steps-per-dispatch."
+        )
     cfg = dataclasses.replace(cfgs[0], eval_encoding=None)
     shape = abstract_model(cfg.model, cfg.encoding, cfg.task.vocab_size)[0]
     for c in cfgs:  # an evaluation encoding that cannot take the parameters fails before training
@@ -161,15 +167,18 @@ def _loop(
     ckpt: checkpoints.Checkpointer,
     progress: bool,
 ) -> TrainState:
-    """Steps start+1..steps. The metrics of a logged step are fetched after the next step has
-    been dispatched, and every row up to a checkpoint is on disk before it is saved."""
-    steps, log_every = cfg.train.steps, cfg.train.log_every
+    """Steps start+1..steps, `steps_per_dispatch` per call. The metrics of a logged step are
+    fetched after the next call has been dispatched, and every row up to a checkpoint is on
+    disk before it is saved."""
+    steps, log_every, per_call = cfg.train.steps, cfg.train.log_every, cfg.train.steps_per_dispatch
     seeds = len(set(log.model_of))
     desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{seeds} seeds" if seeds > 1 else "")
     pending = None
     with tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False) as bar:
-        for step in range(start + 1, steps + 1):
+        for step in range(start + per_call, steps + 1, per_call):
             state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+            if per_call > 1:  # the rows are of the last step of the call
+                metrics = jax.tree.map(lambda m: m[-1], metrics)
             if pending is not None:
                 row = log.write(*pending)
                 bar.set_postfix(
@@ -185,7 +194,7 @@ def _loop(
                     log.write(*pending)
                     pending = None
                 ckpt.save(step, state, log.live())
-            bar.update(1)
+            bar.update(per_call)
         if pending is not None:
             log.write(*pending)
     return state

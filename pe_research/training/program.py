@@ -63,7 +63,8 @@ class Program(NamedTuple):
     state: TrainState  # every leaf has a leading axis of S models
     data_keys: jax.Array  # [S]
     pos_keys: jax.Array  # [S]
-    step: Any  # compiled (state, data_keys, pos_keys) -> (state, metrics_S); state donated
+    step: Any  # compiled (state, data_keys, pos_keys) -> (state, metrics); state donated
+    # Metrics are [S] per name, or [T, S] for T = train.steps_per_dispatch > 1 steps per call.
     compile_s: float
 
 
@@ -77,6 +78,15 @@ def _with_model_axis(step):
     return packed_step
 
 
+def _scan_steps(step, num_steps: int):
+    """`num_steps` consecutive steps in one call (jax.lax.scan); metrics stacked [T, ...]."""
+
+    def steps(state: TrainState, data_keys: jax.Array, pos_keys: jax.Array):
+        return jax.lax.scan(lambda s, _: step(s, data_keys, pos_keys), state, length=num_steps)
+
+    return steps
+
+
 def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
     """Initialise one model per seed, packed on a leading axis, and compile their joint step."""
     keys = stack_models([keys_from_seed(s) for s in seeds])
@@ -87,7 +97,7 @@ def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
         params = init_model(cfg, key)[1]
         return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
 
-    place = Placement.choose(len(seeds), cfg.train.batch_size)
+    place = Placement.choose(len(seeds), cfg.train.batch_size // cfg.train.length_buckets)
     state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
     data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))
     t0 = time.perf_counter()
@@ -96,6 +106,8 @@ def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
         step = _with_model_axis(step)
     else:
         step = jax.vmap(step)
+    if cfg.train.steps_per_dispatch > 1:
+        step = _scan_steps(step, cfg.train.steps_per_dispatch)
     step = jax.jit(step, donate_argnums=0)
     step = step.lower(state, data_keys, pos_keys).compile()
     return Program(graphdef, state, data_keys, pos_keys, step, time.perf_counter() - t0)

@@ -83,32 +83,74 @@ def init_state(cfg: RunConfig, keys: Keys) -> tuple[nnx.GraphDef, TrainState]:
 def make_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None):
     """The pure, unjitted step (state, data_key, pos_key) -> (state, metrics) of one model.
 
-    `batch_sharding`, if given, constrains the sampled batch (data parallelism over devices).
+    With `train.length_buckets` G > 1 the batch is sampled as G groups of lengths, each padded
+    to its own width (`sample_groups`), and the loss is the mean over the scored tokens of all
+    groups, as for one padded batch. `batch_sharding`, if given, constrains each sampled group
+    (data parallelism over devices).
     """
     tx = make_optimizer(cfg.train)
-    task, sampler, causal = cfg.task, cfg.positions, cfg.model.causal
-    batch_size, length = cfg.train.batch_size, cfg.train.train_length
 
-    def loss_fn(params: Any, batch: Batch, pos_BL: jax.Array):
+    def loss_fn(params: Any, groups: list[tuple[Batch, jax.Array]]):
         model = nnx.merge(graphdef, params)
-        return loss_and_metrics(model(batch.inputs, pos_BL, batch.valid), batch)
+        if len(groups) == 1:
+            ((batch, pos_BL),) = groups
+            return loss_and_metrics(model(batch.inputs, pos_BL, batch.valid), batch)
+        # Each group's means, weighted by its scored tokens: the mean over the whole batch.
+        counts = [jnp.maximum(b.loss_mask.sum(), 1).astype(jnp.float32) for b, _ in groups]
+        parts = [loss_and_metrics(model(b.inputs, p, b.valid), b)[1] for b, p in groups]
+        weights = [c / sum(counts) for c in counts]
+        metrics = {
+            m: sum(w * part[m] for w, part in zip(weights, parts, strict=True)) for m in parts[0]
+        }
+        return metrics["loss"], metrics
 
     def step(state: TrainState, data_key: jax.Array, pos_key: jax.Array):
-        batch = task.sample(
-            jax.random.fold_in(data_key, state.step), batch_size, length, causal=causal
+        groups = sample_groups(
+            cfg, jax.random.fold_in(data_key, state.step), jax.random.fold_in(pos_key, state.step)
         )
         if batch_sharding is not None:
-            batch = jax.lax.with_sharding_constraint(batch, batch_sharding)
-        pos_BL = sampler.sample(
-            jax.random.fold_in(pos_key, state.step), batch.valid, coords_BLA=batch.coords
-        )
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, pos_BL)
+            groups = [(jax.lax.with_sharding_constraint(b, batch_sharding), p) for b, p in groups]
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, groups)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics["grad_norm"] = optax.tree.norm(grads)
         return TrainState(state.step + 1, params, opt_state), metrics
 
     return step
+
+
+def sample_groups(
+    cfg: RunConfig, data_key: jax.Array, pos_key: jax.Array
+) -> list[tuple[Batch, jax.Array]]:
+    """One training batch as (batch, pos_BL) per length bucket, shortest lengths first.
+
+    One bucket: batch_size sequences of 1..train_length symbols, padded to the widest (the keys
+    used as given). G buckets: batch_size / G sequences per range of `train.length_ranges()`,
+    each group padded only to the widest length of its range (keys folded with the bucket).
+    """
+    task, sampler, causal, train = cfg.task, cfg.positions, cfg.model.causal, cfg.train
+    if train.length_buckets == 1:
+        keys = [(data_key, pos_key)]
+    else:
+        keys = [
+            (jax.random.fold_in(data_key, g), jax.random.fold_in(pos_key, g))
+            for g in range(train.length_buckets)
+        ]
+    groups = []
+    per_group = train.batch_size // train.length_buckets
+    for (k_data, k_pos), (shortest, longest) in zip(keys, train.length_ranges(), strict=True):
+        batch = task.sample(k_data, per_group, longest, min_length=shortest, causal=causal)
+        groups.append((batch, sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)))
+    return groups
+
+
+def padded_tokens(cfg: RunConfig) -> int:
+    """Token positions one training step computes per model, padding included."""
+    per_group = cfg.train.batch_size // cfg.train.length_buckets
+    return sum(
+        per_group * cfg.task.seq_len(longest, cfg.model.causal)
+        for _, longest in cfg.train.length_ranges()
+    )
 
 
 def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
