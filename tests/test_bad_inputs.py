@@ -253,7 +253,8 @@ DELETE = object()
 EDITS = [
     ("unknown key", edit(["sede"], 1), r"config has unknown key\(s\) \['sede'\]; fix config.json"),
     ("unknown nested key", edit(["model", "dmodel"], 64),
-     r"config model has unknown key\(s\) \['dmodel'\]; it takes \['attention', 'causal', 'compute_dtype', 'd_model'"),
+     r"config model has unknown key\(s\) \['dmodel'\]; it takes "
+     r"\['attention', 'causal', 'compute_dtype', 'd_model'"),
     ("string for an integer", edit(["model", "d_model"], "64"),
      r"config model.d_model must be an integer, got '64'; fix config.json, or regenerate it"),
     ("string for a number", edit(["train", "learning_rate"], "fast"),
