@@ -2,11 +2,11 @@
 
     python scripts/bench.py [--out runs/bench] [--skip-example]
 
-Runs `pe-research bench` for peer, default and small-d128 (and, unless --skip-example, the
-peer's example experiment end to end, about 5 minutes on 2 CPU cores), then writes
-OUT/summary.md from the JSON files. Compare with DeepMind's randomized_positional_encodings on
-the same machine by timing its training update on the `peer` workload (their default
-transformer, batch 128, reverse at length 40).
+Runs `pe-research bench` for peer, peer-curriculum, default and small-d128 (and, unless
+--skip-example, the peer's example experiment end to end, about 5 minutes on 2 CPU cores), then
+writes OUT/summary.md from the JSON files. Compare with DeepMind's randomized_positional_encodings
+on the same machine by timing its own jitted update on its curriculum (lengths uniform in 1..40,
+one compiled program per length) next to `peer-curriculum`, and at length 40 next to `peer`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,15 @@ def table(rows: list[dict]) -> str:
                 f"| {row['workload']} | {enc} | {t['compile_s']:.1f} | {t['step_s'] * 1e3:.1f} "
                 f"| {t['tokens_per_s']:.0f} | {t['gflop_per_s']:.1f} | {t['fraction_of_peak']:.0%}"
                 f" | {ev} |"
+            )
+    lines += ["", "| workload | length buckets | step ms | sequences/s | real tokens/s | padding |"]
+    lines += ["|---|---|---|---|---|---|"]
+    for row in rows:
+        for b in row.get("length_buckets", []):
+            lines.append(
+                f"| {row['workload']} | {b['length_buckets']} | {b['step_s'] * 1e3:.1f} "
+                f"| {b['sequences_per_s']:.0f} | {b['real_tokens_per_s']:.0f} "
+                f"| {b['padding_fraction']:.0%} |"
             )
     lines += ["", "| workload | K | tokens/s | of K x one model | of peak |"]
     lines += ["|---|---|---|---|---|"]
