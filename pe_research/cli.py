@@ -205,8 +205,9 @@ def bench(
 
     WORKLOADS: peer (DeepMind randomized_positional_encodings' default transformer),
     peer-curriculum (the same on lengths uniform in 1..40, with 1, 2, 4, 8 length buckets),
-    default, small-d128, and peer-example (the peer's example experiment end to end: 2,000 steps, then
-    evaluation at every length 1..100). --encodings overrides the workload's encodings.
+    default, small-d128, and peer-example (the peer's example experiment end to end: 2,000
+    steps, then evaluation at every length 1..100). --encodings overrides the workload's
+    encodings.
     """
     # No persistent compilation cache here: compile times are measured cold.
     bench_lib.run(
