@@ -33,7 +33,7 @@ import numpy as np
 from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.training import evaluate
-from pe_research.training.step import padded_tokens
+from pe_research.training.step import bucket_widths, padded_tokens
 
 # -- compile counting -------------------------------------------------------------------------
 
@@ -143,8 +143,7 @@ def train_step_flops(cfg: RunConfig, num_models: int = 1) -> float:
     """Matmul FLOPs of one training step (forward and backward), padding included: each length
     bucket's sequences at its own width."""
     per_bucket = cfg.train.batch_size // cfg.train.length_buckets
-    widths = [cfg.task.seq_len(n, cfg.model.causal) for _, n in cfg.train.length_ranges()]
-    return 3 * sum(matmul_flops(cfg, w) * per_bucket for w in widths) * num_models
+    return 3 * sum(matmul_flops(cfg, w) * per_bucket for w in bucket_widths(cfg)) * num_models
 
 
 def real_tokens_per_sequence(cfg: RunConfig) -> float:

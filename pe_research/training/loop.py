@@ -171,14 +171,12 @@ def _loop(
     fetched after the next call has been dispatched, and every row up to a checkpoint is on
     disk before it is saved."""
     steps, log_every, per_call = cfg.train.steps, cfg.train.log_every, cfg.train.steps_per_dispatch
-    seeds = len(set(log.model_of))
+    seeds = log.num_models
     desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{seeds} seeds" if seeds > 1 else "")
     pending = None
     with tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False) as bar:
         for step in range(start + per_call, steps + 1, per_call):
             state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
-            if per_call > 1:  # the rows are of the last step of the call
-                metrics = jax.tree.map(lambda m: m[-1], metrics)
             if pending is not None:
                 row = log.write(*pending)
                 bar.set_postfix(
@@ -188,7 +186,11 @@ def _loop(
                 )
                 pending = None
             if step % log_every == 0 or step == steps:
-                pending = (step, metrics)
+                # Only logged calls pay for it: the row is of the last step of the call.
+                pending = (
+                    step,
+                    metrics if per_call == 1 else jax.tree.map(lambda m: m[-1], metrics),
+                )
             if ckpt.due(step):
                 if pending is not None:  # rows up to a checkpoint are on disk before it
                     log.write(*pending)

@@ -144,13 +144,15 @@ def sample_groups(
     return groups
 
 
+def bucket_widths(cfg: RunConfig) -> list[int]:
+    """The padded width of each length bucket's sequences, shortest first."""
+    return [cfg.task.seq_len(n, cfg.model.causal) for _, n in cfg.train.length_ranges()]
+
+
 def padded_tokens(cfg: RunConfig) -> int:
     """Token positions one training step computes per model, padding included."""
-    per_group = cfg.train.batch_size // cfg.train.length_buckets
-    return sum(
-        per_group * cfg.task.seq_len(longest, cfg.model.causal)
-        for _, longest in cfg.train.length_ranges()
-    )
+    per_bucket = cfg.train.batch_size // cfg.train.length_buckets
+    return per_bucket * sum(bucket_widths(cfg))
 
 
 def make_train_step(cfg: RunConfig, graphdef: nnx.GraphDef):
