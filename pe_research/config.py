@@ -98,9 +98,27 @@ class TrainConfig:
     small models on an accelerator are bound by dispatch without it. Must divide steps,
     log_every and the checkpoint interval."""
 
+    fit_threshold: float = 0.95
+    """A run is fit (it learned its task) when its exact match on held-out sequences at the
+    training length is at least this; results.csv, the tables and the plots keep unfit runs
+    apart, since their extrapolation curves say nothing about the encoding."""
+    stop_when_fit: bool = False
+    """Train until fit: every fit_check_every steps, score exact match at the training length on
+    the held-out sequences that evaluation scores there (one compiled program, on device) and
+    stop once every packed seed reaches fit_threshold; `steps` is the cap. Each seed's first fit
+    step goes to its fit.jsonl and to results.csv."""
+    fit_check_every: int = 50
+    """Steps between the fit checks of stop_when_fit (a multiple of steps_per_dispatch)."""
+
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("length_buckets", "steps_per_dispatch")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
+        "length_buckets",
+        "steps_per_dispatch",
+        "fit_threshold",
+        "stop_when_fit",
+        "fit_check_every",
+    )
 
     def check(self) -> None:
         for name in ("steps", "batch_size", "train_length", "log_every", "length_buckets"):
@@ -128,6 +146,18 @@ class TrainConfig:
                 f"log_every={self.log_every} (metrics are read at the end of a dispatch): choose "
                 "--train.steps-per-dispatch among their common divisors "
                 f"{_common_divisors(self.steps, self.log_every)}."
+            )
+
+        if not 0 < self.fit_threshold <= 1:
+            raise ValueError(
+                f"fit_threshold={self.fit_threshold} is outside (0, 1]: it is an exact-match "
+                "fraction; set --train.fit-threshold to a number in (0, 1], for example 0.95."
+            )
+        if self.stop_when_fit and (self.fit_check_every < 1 or self.fit_check_every % T):
+            raise ValueError(
+                f"fit_check_every={self.fit_check_every} must be >= 1 and a multiple of "
+                f"steps_per_dispatch={T} (fit is checked between dispatches): set "
+                "--train.fit-check-every to a positive multiple of it."
             )
 
     def length_ranges(self) -> list[tuple[int, int]]:
@@ -217,6 +247,13 @@ class RunConfig:
         keep = self.eval.positions == "train" or self.positions.position_axes is not None
         return self.positions if keep else Contiguous()
 
+    @property
+    def fit_length(self) -> int | None:
+        """The length the fit verdict is read at: the training length if evaluated, else the
+        largest evaluated length below it (None if there is none)."""
+        below = [n for n in self.eval_lengths if n <= self.train.train_length]
+        return max(below) if below else None
+
     def max_position(self) -> int:
         """The largest position any batch of this run can carry (training or evaluation)."""
 
@@ -238,6 +275,19 @@ class RunConfig:
             raise ValueError(
                 f"task {self.task.name!r} draws every sequence with exactly train_length symbols, "
                 "so there are no lengths to bucket: drop --train.length-buckets."
+            )
+
+        if self.train.stop_when_fit and not self.task.has_exact_match:
+            raise ValueError(
+                f"train.stop_when_fit needs exact match, and task {self.task.name!r} has no single "
+                "right answer per sequence (it is scored in bits per byte): drop "
+                "--train.stop-when-fit and set --train.steps."
+            )
+        if self.train.stop_when_fit and self.fit_length is None:
+            raise ValueError(
+                f"train.stop_when_fit checks exact match at the training length "
+                f"({self.train.train_length}) but eval.lengths {self.eval.lengths} has no length "
+                "at or below it: add the training length to --eval.lengths."
             )
 
         def form(axes: int | None) -> str:

@@ -86,6 +86,10 @@ class Task(abc.ABC):
     # False for tasks whose every sequence has exactly `length` symbols (nothing to bucket).
     variable_length: ClassVar[bool] = True
 
+    # Whether a sequence has one right answer, so that exact match (and with it the fit verdict
+    # of a run) means something; False for language modelling.
+    has_exact_match: ClassVar[bool] = True
+
     # Bytes per token, for tasks whose tokens are bytes of text: evaluation then reports the
     # loss as bits per byte. None for symbolic tasks.
     bytes_per_token: ClassVar[int | None] = None
@@ -466,6 +470,7 @@ class ByteLM(Task):
         return dataclasses.replace(self, split="validation")
 
     variable_length = False
+    has_exact_match = False
     bytes_per_token = 1
 
     def describe_eval_data(self, eval_seed: int) -> str:

@@ -16,6 +16,7 @@ from pe_research.runs.directory import (
     DONE,
     EVAL,
     FAILED,
+    FIT,
     LOCK,
     METRICS,
     check_same_config,
@@ -36,16 +37,22 @@ from pe_research.runs.provenance import code_version, source_revision, versions
 from pe_research.runs.rows import (
     CSV_COLUMNS,
     GENERALIZATION_MULTIPLES,
+    UNFIT,
     eval_rows,
     failed_rows,
+    first_fit_step,
+    fit_verdict,
     in_distribution_length,
     is_failed_row,
+    is_unfit_series,
+    mark_unfit,
     write_csv,
 )
 
 __all__ = [
     "CHECKPOINTS", "CONFIG", "CSV_COLUMNS", "DONE", "EVAL", "FAILED", "GENERALIZATION_MULTIPLES",
-    "LOCK", "METRICS", "in_distribution_length", "is_failed_row",
+    "FIT", "LOCK", "METRICS", "UNFIT", "fit_verdict", "first_fit_step", "is_unfit_series",
+    "mark_unfit", "in_distribution_length", "is_failed_row",
     "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
     "eval_rows", "failed_rows", "failure", "find_runs", "is_done", "is_failed", "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",

@@ -10,15 +10,18 @@ from typing import Any
 
 from pe_research.config import RunConfig, series_label, task_label
 from pe_research.metrics import METRICS
-from pe_research.runs.directory import EVAL, failure, load_config, read_versions
+from pe_research.runs.directory import EVAL, FIT, failure, load_config, read_versions
 from pe_research.runs.files import read_jsonl, write_atomic
 from pe_research.runs.provenance import code_version
 
 CSV_COLUMNS = (
     "task", "encoding", "seed", "train_length", "length",
-    *METRICS, "failed_step", "code", "data", "run",
+    *METRICS, "fit", "fit_step", "failed_step", "code", "data", "run",
 )  # fmt: skip
-"""Columns of results.csv: the run's labels, every metric of `metrics.METRICS`, and more. A failed
+"""Columns of results.csv: the run's labels, every metric of `metrics.METRICS`, and more. `fit`:
+whether the run learned its task (exact match at the training length >= train.fit_threshold;
+empty for tasks without exact match, such as byte_lm); `fit_step`: the first fit check that found
+it fit (runs trained with train.stop_when_fit; empty otherwise). A failed
 run has one row per evaluation length with empty metrics and its `failed_step`; `code` is the
 run's `code_version`; `bits_per_byte` is set for byte-level text (byte_lm) only; `data` is what
 evaluation scored (a built set, a corpus split, or samples)."""
@@ -36,12 +39,46 @@ def _labels(run_dir: Path, cfg: RunConfig) -> dict[str, Any]:
     }
 
 
+def fit_verdict(cfg: RunConfig, rows: list[dict[str, Any]]) -> bool | None:
+    """Whether a run learned its task: its exact match at `cfg.fit_length` (the training length)
+    is at least `train.fit_threshold`. None when the task has no exact match (byte_lm) or that
+    length was not evaluated."""
+    if not cfg.task.has_exact_match:
+        return None
+    at = [r for r in rows if r.get("length") == cfg.fit_length and "exact_match" in r]
+    return bool(at[0]["exact_match"] >= cfg.train.fit_threshold) if at else None
+
+
+def first_fit_step(run_dir: Path, cfg: RunConfig) -> int | None:
+    """The step of the first fit check (fit.jsonl, written under train.stop_when_fit) whose
+    exact match reached the threshold; None if none did or the run was not checked."""
+    path = Path(run_dir) / FIT
+    if not path.exists():
+        return None
+    for row in read_jsonl(path):
+        if row["exact_match"] >= cfg.train.fit_threshold:
+            return int(row["step"])
+    return None
+
+
 def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
     """Tidy rows: one per run x evaluation length, labelled with the run's task, encoding and
-    code version."""
+    code version, and its fit verdict (`fit`, `fit_step`, `fit_exact_match`)."""
     for run_dir in run_dirs:
-        labels = _labels(run_dir, load_config(run_dir))
-        for row in read_jsonl(Path(run_dir) / EVAL):
+        cfg = load_config(run_dir)
+        rows = read_jsonl(Path(run_dir) / EVAL)
+        fit = fit_verdict(cfg, rows)
+        at = [r["exact_match"] for r in rows if r.get("length") == cfg.fit_length]
+        labels = {
+            **_labels(run_dir, cfg),
+            "fit": fit,
+            "fit_step": first_fit_step(run_dir, cfg),
+            "fit_exact_match": at[0] if fit is not None else None,
+            "fit_checked": cfg.train.stop_when_fit,
+            "fit_threshold": cfg.train.fit_threshold,
+            "steps_cap": cfg.train.steps,
+        }
+        for row in rows:
             yield {**labels, **row}
 
 
@@ -59,6 +96,8 @@ def failed_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
                 **labels,
                 "length": n,
                 **dict.fromkeys(METRICS),
+                "fit": None,
+                "fit_step": None,
                 "failed_step": record["step"],
                 "failure": record["reason"],
             }
@@ -86,3 +125,18 @@ def in_distribution_length(lengths: set[int], train_length: int) -> int | None:
     """The training length if evaluated, else the largest evaluated length below it."""
     below = [n for n in lengths if n <= train_length]
     return max(below) if below else None
+
+
+UNFIT = " (unfit)"
+"""Appended to the series label of a run that did not fit, by `mark_unfit`."""
+
+
+def mark_unfit(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with " (unfit)" appended to the encoding of every run that did not learn its task
+    (`fit` False), so tables and plots keep them apart from the runs they can compare: an
+    unfit run's extrapolation curve says nothing about its encoding."""
+    return [{**r, "encoding": r["encoding"] + UNFIT} if r.get("fit") is False else r for r in rows]
+
+
+def is_unfit_series(name: str) -> bool:
+    return name.endswith(UNFIT)

@@ -41,11 +41,22 @@ def without_failed(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _check(rows: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """The rows to draw: finished runs, those that did not fit labelled "ENCODING (unfit)"."""
     metrics.get(metric, plot=True)  # ValueError naming the metrics that plots draw
     rows = without_failed(rows)
     if not rows:
         raise ValueError("No result rows to plot.")
-    return rows
+    return runs.mark_unfit(rows)
+
+
+def _order(name: str) -> tuple[bool, str]:
+    """Fit series first, then the unfit ones."""
+    return runs.is_unfit_series(name), name
+
+
+def _base(name: str) -> str:
+    """The encoding of a series: an unfit run keeps the colour of its encoding."""
+    return name.removesuffix(runs.UNFIT)
 
 
 def _table(rows: list[dict[str, Any]], metric: str) -> Table:
@@ -73,7 +84,8 @@ def extrapolation_figure(
     rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC
 ) -> Figure:
     """Metric vs evaluation length: one panel per task, one line per encoding (mean over seeds,
-    band from min to max), the training length dashed, chance dotted where rows give it."""
+    band from min to max), the training length dashed, chance dotted where rows give it. Runs
+    that did not fit their task are drawn apart, faded and dashed, as "ENCODING (unfit)"."""
     rows = _check(rows, metric)
     table = _table(rows, metric)
     train_lengths: dict[str, set[int]] = defaultdict(set)
@@ -85,18 +97,25 @@ def extrapolation_figure(
 
     task_names = sorted(table)
     fig, axes = _panels(len(task_names), 4.2, 3.6, sharey=True)
-    encodings = sorted({enc for t in table.values() for enc in t})
+    encodings = sorted({_base(enc) for t in table.values() for enc in t})
     colors = {enc: matplotlib.colormaps["tab10"](i % 10) for i, enc in enumerate(encodings)}
     for ax, task in zip(axes[0], task_names, strict=True):
-        for enc, by_length in sorted(table[task].items()):
+        for enc in sorted(table[task], key=_order):
+            by_length = table[task][enc]
             lengths = np.array(sorted(by_length))
             values = [np.asarray(by_length[n]) for n in lengths]
             mean = np.array([v.mean() for v in values])
-            ax.plot(lengths, mean, marker="o", ms=3, label=enc, color=colors[enc])
+            unfit = runs.is_unfit_series(enc)
+            color = colors[_base(enc)]
+            ax.plot(
+                lengths, mean, marker="o", ms=3, label=enc, color=color,
+                alpha=0.35 if unfit else 1.0, linestyle="--" if unfit else "-",
+            )  # fmt: skip
             if max(len(v) for v in values) > 1:
                 lo = np.array([v.min() for v in values])
                 hi = np.array([v.max() for v in values])
-                ax.fill_between(lengths, lo, hi, alpha=0.2, color=colors[enc], linewidth=0)
+                band = 0.08 if unfit else 0.2
+                ax.fill_between(lengths, lo, hi, alpha=band, color=color, linewidth=0)
         for n in sorted(train_lengths[task]):
             ax.axvline(n, color="gray", linestyle="--", linewidth=1)
         if chance[task]:
@@ -120,7 +139,8 @@ def extrapolation_figure(
 
 def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> Figure:
     """Encodings x evaluation lengths, the cell the mean over seeds (annotated); one panel per
-    task. A length an encoding was not evaluated at is left blank."""
+    task. A length an encoding was not evaluated at is left blank; unfit runs are rows of their
+    own, "ENCODING (unfit)", below the others."""
     rows = _check(rows, metric)
     table = _table(rows, metric)
     task_names = sorted(table)
@@ -135,7 +155,7 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT
     bounded = metrics.METRICS[metric].bounded
     vmin, vmax = (0.0, 1.0) if bounded else (np.nanmin(values), np.nanmax(values))
     for ax, task in zip(axes[0], task_names, strict=True):
-        encodings = sorted(table[task])
+        encodings = sorted(table[task], key=_order)
         lengths = sorted({n for by_length in table[task].values() for n in by_length})
         mean_EN = np.full((len(encodings), len(lengths)), np.nan)
         for e, enc in enumerate(encodings):
@@ -160,6 +180,43 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT
     for ax in axes[0]:
         label_width = max(t.get_window_extent(renderer).width for t in ax.get_yticklabels())
         fig.set_figwidth(fig.get_figwidth() + max(0.0, label_width / fig.dpi - 0.9))
+    fig.tight_layout()
+    return fig
+
+
+def steps_to_fit_figure(rows: Iterable[dict[str, Any]]) -> Figure:
+    """Sample efficiency, from runs trained with train.stop_when_fit: per task, the step at which
+    each seed of each encoding first fit (a dot per seed, a bar at their mean); a seed that never
+    fit is a hollow marker at its step cap, labelled "not fit"."""
+    rows = [r for r in without_failed(rows) if r.get("fit_checked")]
+    if not rows:
+        raise ValueError("No run was trained with train.stop_when_fit: no steps to fit to plot.")
+    seeds: dict[str, dict[str, dict[str, tuple[int | None, int]]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for row in rows:
+        seeds[row["task"]][row["encoding"]][row["run"]] = (row.get("fit_step"), row["steps_cap"])
+    task_names = sorted(seeds)
+    fig, axes = _panels(len(task_names), 4.2, 3.4, sharey=True)
+    encodings = sorted({enc for t in seeds.values() for enc in t})
+    colors = {enc: matplotlib.colormaps["tab10"](i % 10) for i, enc in enumerate(encodings)}
+    for ax, task in zip(axes[0], task_names, strict=True):
+        names = sorted(seeds[task])
+        for x, enc in enumerate(names):
+            fit = [s for s, _ in seeds[task][enc].values() if s is not None]
+            never = [cap for s, cap in seeds[task][enc].values() if s is None]
+            if fit:
+                ax.bar(x, np.mean(fit), color=colors[enc], alpha=0.5, width=0.6)
+                ax.plot([x] * len(fit), fit, "o", color=colors[enc], ms=4)
+            if never:
+                ax.plot([x] * len(never), never, "o", mfc="none", color=colors[enc], ms=7,
+                        label="not fit by the cap" if x == 0 else None)  # fmt: skip
+                ax.annotate("not fit", (x, max(never)), ha="center", va="bottom", fontsize=7,
+                            xytext=(0, 5), textcoords="offset points")  # fmt: skip
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+        ax.set_title(task)
+        ax.grid(alpha=0.3, axis="y")
+    axes[0][0].set_ylabel("training steps to fit (exact match at train length)")
     fig.tight_layout()
     return fig
 
@@ -208,4 +265,9 @@ def write_figures(
             for fmt in formats:
                 paths.append(out_dir / f"{FIGURE_STEMS[kind]}_{metric}.{fmt}")
                 fig.savefig(paths[-1], dpi=130)
+    if any(row.get("fit_checked") for row in rows):
+        fig = steps_to_fit_figure(rows)
+        for fmt in formats:
+            paths.append(out_dir / f"steps_to_fit.{fmt}")
+            fig.savefig(paths[-1], dpi=130)
     return paths

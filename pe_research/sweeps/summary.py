@@ -107,10 +107,17 @@ def _mean(values: list[float]) -> str:
     return f"{sum(values) / len(values):.3f}"
 
 
+def _series_order(name: str) -> tuple[bool, str]:
+    """Fit series first, then the unfit ones (see runs.mark_unfit)."""
+    return runs.is_unfit_series(name), name
+
+
 def summary_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> str:
     """Text table per task: encodings x evaluation lengths, mean over seeds; a failed run shows
-    as failed@step N (or marks the mean of the other seeds with *)."""
+    as failed@step N (or marks the mean of the other seeds with *). Runs that did not fit are
+    rows of their own, "ENCODING (unfit)", below the others."""
     metrics.get(metric)  # ValueError naming the known metrics
+    rows = runs.mark_unfit(rows)
     tags = code_tags(rows)
     cells: dict[str, dict[str, dict[int, _Cell]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(_Cell))
@@ -131,14 +138,16 @@ def summary_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METR
         col = max(7, *(len(t) + 1 for ts in texts.values() for t in ts))
         out.append(f"{task}: {metric} by evaluation length")
         out.append("encoding".ljust(width) + "".join(f"{n:>{col}}" for n in lengths))
-        for enc in sorted(cells[task]):
+        for enc in sorted(cells[task], key=_series_order):
             out.append(enc.ljust(width) + "".join(f"{t:>{col}}" for t in texts[enc]))
         out.append("")
+    if any(runs.is_unfit_series(e) for task in cells.values() for e in task):
+        out.append(f"(unfit): {_UNFIT_MEANING}")
     if partial:
         out.append("*: some seeds failed (see the failed runs); the mean covers the others.")
     if tags:
         out.append("[code X]: runs of different code versions, kept apart (see the warning).")
-    if partial or tags:
+    if partial or tags or out[-1] != "":
         out.append("")
     return "\n".join(out)
 
@@ -169,33 +178,42 @@ def _markdown(header: list[str], body: list[list[str]]) -> list[str]:
     return [line(header), line(["-" * w for w in widths]), *map(line, body)]
 
 
-def generalization_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> str:
-    """Markdown table, one line per task x encoding (x training length, x code version when
-    several): `metric` in distribution and at 2x, 4x, 8x the training length, mean and spread
-    over seeds. Failed runs are counted in `runs` and read failed@step N where no seed
-    finished; a warning comes first when rows come from different code versions."""
-    m = metrics.get(metric)  # ValueError naming the known metrics
-    tags = code_tags(rows)
+_UNFIT_MEANING = (
+    "runs that did not learn their task (exact match at the training length below "
+    "train.fit_threshold); their numbers beyond it say nothing about the encoding."
+)
+
+
+def _generalization_body(
+    rows: list[dict[str, Any]], metric: str, tags: dict[str, str]
+) -> tuple[list[list[str]], list[str]]:
+    """The lines of the generalization table (one per task x series x training length) and
+    its notes."""
     cells: dict[tuple[str, str, int], dict[int, _Cell]] = defaultdict(lambda: defaultdict(_Cell))
     seeds: dict[tuple[str, str, int], dict[str, int]] = defaultdict(dict)
     failed: dict[tuple[str, str, int], set[str]] = defaultdict(set)
+    fit_scores: dict[tuple[str, str, int], dict[str, float]] = defaultdict(dict)
     for row in rows:
         key = (row["task"], _series(row, tags), row["train_length"])
         cells[key][row["length"]].add(row, metric)
         seeds[key][row["run"]] = row["seed"]
         if is_failed_row(row):
             failed[key].add(row["run"])
+        if row.get("fit_exact_match") is not None:
+            fit_scores[key][row["run"]] = row["fit_exact_match"]
     body, notes = [], []
-    for key in sorted(cells):
+    for key in sorted(cells, key=lambda k: (k[0], _series_order(k[1]), k[2])):
         task, encoding, train_length = key
         by_length = cells[key]
         n_in = in_distribution_length(set(by_length), train_length)
         in_dist = "-" if n_in is None else by_length[n_in].text(mean_and_spread)
         if n_in is not None and n_in != train_length:
             in_dist += f" (at {n_in})"
-        runs = str(len(seeds[key])) + (f" ({len(failed[key])} failed)" if failed[key] else "")
+        runs_text = str(len(seeds[key])) + (f" ({len(failed[key])} failed)" if failed[key] else "")
+        scores = list(fit_scores[key].values())
         body.append(
-            [task, encoding, str(train_length), runs, in_dist]
+            [task, encoding, str(train_length), runs_text]
+            + [mean_and_spread(scores) if scores else "-", in_dist]
             + [
                 by_length[k * train_length].text(mean_and_spread)
                 if k * train_length in by_length
@@ -209,6 +227,50 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAU
                 "varies something besides task, encoding, training length and seed, and this "
                 "table averages over it."
             )
+    return body, notes
+
+
+def fit_line(row: dict[str, Any]) -> str:
+    """One line on whether the run of a result row learned its task."""
+    if row.get("fit") is None:
+        return "Fit: no verdict (the task has no exact match, or its training length was not "\
+            "evaluated)."  # fmt: skip
+    verdict = "fit" if row["fit"] else "NOT fit: its numbers beyond the training length say " \
+        "nothing about the encoding"  # fmt: skip
+    step = f", first fit at step {row['fit_step']}" if row.get("fit_step") is not None else ""
+    return (
+        f"Fit: exact match {row['fit_exact_match']:.3f} at the training length (threshold "
+        f"{row['fit_threshold']:g}): {verdict}{step}."
+    )
+
+
+def fit_count(rows: list[dict[str, Any]]) -> tuple[int, int]:
+    """(runs that fit, runs with a fit verdict) among the rows."""
+    verdicts = {row["run"]: row.get("fit") for row in rows}
+    judged = [v for v in verdicts.values() if v is not None]
+    return sum(judged), len(judged)
+
+
+def generalization_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> str:
+    """Markdown tables, one line per task x encoding (x training length, x code version when
+    several): `metric` in distribution and at 2x, 4x, 8x the training length, mean and spread
+    over seeds, and the exact match at the training length that the fit verdict reads.
+
+    The first table compares the runs that fit (learned their task; runs.fit_verdict) and the
+    runs without a verdict (byte_lm); the runs that did not fit follow in a table of their own,
+    as "ENCODING (unfit)". Failed runs are counted in `runs` and read failed@step N where no
+    seed finished; a warning comes first when rows come from different code versions."""
+    m = metrics.get(metric)  # ValueError naming the known metrics
+    tags = code_tags(rows)
+    marked = runs.mark_unfit(rows)
+    header = ["task", "encoding", "train length", "runs", "exact match at train length"]
+    header += ["in-distribution", *(f"{k}x" for k in GENERALIZATION_MULTIPLES)]
+    fit_body, notes = _generalization_body(
+        [r for r in marked if r.get("fit") is not False], metric, tags
+    )
+    unfit_body, unfit_notes = _generalization_body(
+        [r for r in marked if r.get("fit") is False], metric, tags
+    )
     n_failed = len({row["run"] for row in rows if is_failed_row(row)})
     if n_failed:
         notes.append(
@@ -216,17 +278,63 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAU
             "cell reads failed@step N where every seed failed; elsewhere the means cover the "
             "runs that finished."
         )
-    header = ["task", "encoding", "train length", "runs", "in-distribution"]
-    header += [f"{k}x" for k in GENERALIZATION_MULTIPLES]
+    fit, judged = fit_count(rows)
+    thresholds = sorted({r["fit_threshold"] for r in rows if r.get("fit") is not None})
     intro = (
         f"{metric} ({'higher' if m.higher_is_better else 'lower'} is better): {m.aggregate} over "
         "seeds (± sample std for 3+ seeds, [min, max] for 2). "
         "In-distribution: the training length, or the largest evaluated length below it; "
         "kx: k times the training length; -: not evaluated."
     )
+    if judged:
+        intro += (
+            f"\n\n**Fit: {fit} of {judged} runs** learned their task (exact match at the "
+            f"training length >= {'/'.join(f'{t:g}' for t in thresholds)}). Only those are "
+            "compared here; the others follow apart."
+        )
     warning = code_warning(rows)
     head = [warning, ""] if warning else []
-    return "\n".join([*head, intro, "", *_markdown(header, body), *notes]) + "\n"
+    out = [*head, intro, "", *_markdown(header, fit_body)] if fit_body else [*head, intro]
+    if unfit_body:
+        out += ["", f"Unfit runs, not a comparison of encodings: {_UNFIT_MEANING}", ""]
+        out += _markdown(header, unfit_body)
+    return "\n".join([*out, *notes, *unfit_notes]) + "\n"
+
+
+def _steps_text(steps: list[int]) -> str:
+    mean = statistics.fmean(steps)
+    if len(steps) == 1:
+        return f"{mean:.0f}"
+    if len(steps) == 2:
+        return f"{mean:.0f} [{min(steps)}, {max(steps)}]"
+    return f"{mean:.0f} ± {statistics.stdev(steps):.0f}"
+
+
+def steps_to_fit_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown table of sample efficiency, for runs trained with train.stop_when_fit: per task
+    x encoding, the first step at which each seed was fit (mean and spread over the seeds that
+    fit), how many fit, and the step cap. "" when no run checked its fit."""
+    checked = [r for r in rows if r.get("fit_checked") and not is_failed_row(r)]
+    steps: dict[tuple[str, str], dict[str, int | None]] = defaultdict(dict)
+    caps: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for row in checked:
+        steps[(row["task"], row["encoding"])][row["run"]] = row.get("fit_step")
+        caps[(row["task"], row["encoding"])].add(row["steps_cap"])
+    body = []
+    for key in sorted(steps):
+        fit = [s for s in steps[key].values() if s is not None]
+        body.append(
+            [
+                *key,
+                f"{len(fit)}/{len(steps[key])}",
+                _steps_text(fit) if fit else "never",
+                "/".join(str(c) for c in sorted(caps[key])),
+            ]
+        )
+    if not body:
+        return ""
+    header = ["task", "encoding", "fit by the cap", "steps to fit", "step cap"]
+    return "\n".join(_markdown(header, body)) + "\n"
 
 
 def failed_runs(rows: list[dict[str, Any]], root: Path | None = None) -> str:
@@ -259,9 +367,17 @@ def write_summary(root: Path, rows: list[dict[str, Any]], metric: str) -> list[P
     runs.write_csv(csv_path, [{**r, "run": os.path.relpath(r["run"], root)} for r in rows])
     failures = failed_runs(rows, root)
     failures = f"## Failed runs\n\n{failures}\n" if failures else ""
+    efficiency = steps_to_fit_table(rows)
+    if efficiency:
+        efficiency = (
+            "## Steps to fit\n\nThe first fit check (every train.fit_check_every steps) at "
+            "which each seed's exact match at the training length reached the threshold; "
+            f"training stopped once every packed seed was fit.\n\n{efficiency}\n"
+        )
     runs.write_atomic(
         md_path,
-        f"# Summary of {root}\n\n{generalization_table(rows, metric)}\n{failures}"
+        f"# Summary of {root}\n\n{generalization_table(rows, metric)}\n{efficiency}"
+        f"{failures}"
         f"## {metric} by evaluation length\n\n```\n{summary_table(rows, metric)}```\n",
     )
     if (warning := code_warning(rows)) is not None:

@@ -321,6 +321,8 @@ def run_experiment(
         return done, []
     print(summary.per_length_tables(rows))
     print(summary.generalization_table(rows, metric))
+    if efficiency := summary.steps_to_fit_table(rows):
+        print("Steps to fit (train.stop_when_fit):\n" + efficiency)
     written = []
     if done.complete:
         written = summary.write_summary(out, rows, metric) + plotting.write_figures(rows, out)
@@ -334,5 +336,6 @@ def train_and_report(cfg: RunConfig, out: Path, **train_options) -> list[dict]:
     train.train(cfg, out, **train_options)
     rows = list(runs.eval_rows([out]))
     print(summary.per_length_tables(rows))
+    print(summary.fit_line(rows[0]) if rows else "")
     print(f"Run directory: {out}")
     return rows

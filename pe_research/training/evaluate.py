@@ -98,6 +98,30 @@ def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
     return jax.jit(eval_fn, static_argnames="pad_to")
 
 
+def make_fit_check(cfg: RunConfig, graphdef: nnx.GraphDef):
+    """params_S -> exact match of each of S packed models at `cfg.fit_length`, as a host array.
+
+    The sequences, positions and compiled program are those that `evaluate_packed` scores that
+    length with, so a model the check finds fit is the model evaluation finds fit: the check is
+    the fit verdict taken during training. Compiled here, before training starts.
+    """
+    eval_fn = make_eval_fn(cfg, graphdef)
+    n = cfg.fit_length
+    pad_to = buckets(cfg)[n]
+    batch = None
+    if cfg.eval.data is not None:
+        batch = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir).batch(
+            n, cfg.eval.batch_size, pad_to
+        )
+    root, length = jax.random.key(cfg.eval.seed), jnp.int32(n)
+
+    def check(params_S: Any) -> Any:
+        metrics = eval_fn(params_S, root, length, pad_to=pad_to, batch=batch)
+        return jax.device_get(metrics["exact_match"])
+
+    return check
+
+
 def evaluate_packed(
     cfg: RunConfig, graphdef: nnx.GraphDef, params_S: Any, *, progress: bool = False
 ) -> list[list[dict[str, Any]]]:

@@ -7,6 +7,7 @@ Python.
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -103,12 +104,14 @@ def train_group(
         compile_s=prog.compile_s,
         log_every=cfg.train.log_every,
         learning_rate=cfg.train.learning_rate,
+        fit_threshold=cfg.train.fit_threshold if cfg.train.stop_when_fit else None,
     )
     ckpt = checkpoints.Checkpointer(
         run_dirs, model_of, keys, every=checkpoint_every, last=cfg.train.steps
     )
+    fit_check = evaluate.make_fit_check(cfg, prog.graphdef) if cfg.train.stop_when_fit else None
     with log, ckpt:
-        state = _loop(cfg, prog, state, start, log, ckpt, progress)
+        state = _loop(cfg, prog, state, start, log, ckpt, progress, fit_check)
     _evaluate_and_finish(cfgs, run_dirs, prog.graphdef, state.params, model_of, log, progress)
     return prog.graphdef, state.params
 
@@ -166,11 +169,21 @@ def _loop(
     log: RunLog,
     ckpt: checkpoints.Checkpointer,
     progress: bool,
+    fit_check: Any = None,
 ) -> TrainState:
     """Steps start+1..steps, `steps_per_dispatch` per call. The metrics of a logged step are
     fetched after the next call has been dispatched, and every row up to a checkpoint is on
-    disk before it is saved."""
+    disk before it is saved.
+
+    With `fit_check` (train.stop_when_fit), every fit_check_every steps the check's row goes to
+    fit.jsonl, and once every live run is fit the loop logs and checkpoints that step and stops.
+    A run resumed from the checkpoint of such a stop checks again and does not train on.
+    """
     steps, log_every, per_call = cfg.train.steps, cfg.train.log_every, cfg.train.steps_per_dispatch
+    check_every = cfg.train.fit_check_every
+    if fit_check is not None and start and start % check_every == 0:
+        if log.all_fit(fit_check(state.params)):  # its row is in fit.jsonl already
+            return state
     seeds = log.num_models
     desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{seeds} seeds" if seeds > 1 else "")
     pending = None
@@ -185,18 +198,26 @@ def _loop(
                     tok_s=f"{row['tokens_per_s']:.0f}",
                 )
                 pending = None
-            if step % log_every == 0 or step == steps:
+            fit = False
+            if fit_check is not None and step % check_every == 0:
+                t0 = time.perf_counter()
+                exact_match_S = fit_check(state.params)
+                fit = log.write_fit(step, exact_match_S, time.perf_counter() - t0)
+                bar.set_postfix(fit_exact_match=f"{float(exact_match_S.min()):.3f}")
+            if step % log_every == 0 or step == steps or fit:
                 # Only logged calls pay for it: the row is of the last step of the call.
                 pending = (
                     step,
                     metrics if per_call == 1 else jax.tree.map(lambda m: m[-1], metrics),
                 )
-            if ckpt.due(step):
+            if ckpt.due(step) or fit:
                 if pending is not None:  # rows up to a checkpoint are on disk before it
                     log.write(*pending)
                     pending = None
                 ckpt.save(step, state, log.live())
             bar.update(per_call)
+            if fit:
+                break
         if pending is not None:
             log.write(*pending)
     return state

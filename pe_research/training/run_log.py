@@ -1,4 +1,5 @@
-"""The run log of a packed program: each run's metrics.jsonl and whether the run has failed.
+"""The run log of a packed program: each run's metrics.jsonl (and fit.jsonl when training stops
+once fit) and whether the run has failed.
 
 Rows are appended as training goes; a run whose loss becomes NaN or inf is marked failed (its
 FAILED file, with the step) and gets no more rows. Rows after the step a run resumes from
@@ -39,6 +40,7 @@ class RunLog:
         compile_s: float,
         log_every: int,
         learning_rate: float,
+        fit_threshold: float | None = None,
     ):
         self.run_dirs, self.model_of = run_dirs, model_of
         self.tokens_per_step, self.compile_s = tokens_per_step, compile_s
@@ -47,13 +49,18 @@ class RunLog:
         self.failed: dict[int, int] = {}  # run -> step its loss was first seen non-finite
         self._last_step, self._last_time = start, time.perf_counter()
         self._t_start = self._last_time
-        self._files = [_open_metrics(d / runs.METRICS, start) for d in run_dirs]
+        self._files = [_open_rows(d / runs.METRICS, start) for d in run_dirs]
+        # fit.jsonl, one row per fit check, when training stops once fit (None: no checks).
+        self.fit_threshold = fit_threshold
+        self._fit_files = (
+            [] if fit_threshold is None else [_open_rows(d / runs.FIT, start) for d in run_dirs]
+        )
 
     def __enter__(self) -> RunLog:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for f in self._files:
+        for f in self._files + self._fit_files:
             f.close()
 
     def live(self) -> list[int]:
@@ -76,13 +83,26 @@ class RunLog:
                 row["compile_s"] = round(self.compile_s, 3)
             if not math.isfinite(row["loss"]):
                 self._fail(r, step, row["loss"])
-            self._append(r, row)
+            self._append(r, row, self._files, runs.METRICS)
         if not self.live():
             raise TrainingDiverged(
                 f"loss became non-finite by step {step} in every run of "
                 f"{', '.join(str(d) for d in self.run_dirs)}; {self._advice()}."
             )
         return row
+
+    def all_fit(self, exact_match_S: Any) -> bool:
+        """Whether every live run's model reaches the fit threshold."""
+        return all(exact_match_S[self.model_of[r]] >= self.fit_threshold for r in self.live())
+
+    def write_fit(self, step: int, exact_match_S: Any, seconds: float) -> bool:
+        """Append a fit-check row (step, exact match at the training length, whether it is fit,
+        the check's seconds) to each live run's fit.jsonl; returns `all_fit`."""
+        for r in self.live():
+            em = float(exact_match_S[self.model_of[r]])
+            row = {"step": step, "exact_match": em, "fit": em >= self.fit_threshold}
+            self._append(r, {**row, "check_s": round(seconds, 4)}, self._fit_files, runs.FIT)
+        return self.all_fit(exact_match_S)
 
     def _fail(self, r: int, step: int, loss: float) -> None:
         self.failed[r] = step
@@ -95,16 +115,16 @@ class RunLog:
     def _advice(self) -> str:
         return f"lower learning_rate (now {self.learning_rate}) or raise warmup_steps"
 
-    def _append(self, r: int, row: dict[str, Any]) -> None:
+    def _append(self, r: int, row: dict[str, Any], files: list[Any], name: str) -> None:
         try:
-            self._files[r].write(json.dumps(row) + "\n")
-            self._files[r].flush()
+            files[r].write(json.dumps(row) + "\n")
+            files[r].flush()
         except OSError as e:  # a full disk says what to do, not just its errno
-            raise runs.write_error(self.run_dirs[r] / runs.METRICS, e) from None
+            raise runs.write_error(self.run_dirs[r] / name, e) from None
 
 
-def _open_metrics(path: Path, start: int):
-    """metrics.jsonl for appending rows after step `start`."""
+def _open_rows(path: Path, start: int):
+    """A JSONL file of step rows (metrics.jsonl, fit.jsonl) for appending rows after `start`."""
     if start == 0:
         return open(path, "w")
     rows = [r for r in runs.read_jsonl(path) if r["step"] <= start] if path.exists() else []

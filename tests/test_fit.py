@@ -1,0 +1,218 @@
+"""The fit verdict (did a run learn its task?) and training until fit.
+
+A run is fit when its exact match on held-out sequences at the training length reaches
+train.fit_threshold. These tests train tiny models on offset (k=1) at training length 4, which
+RoPE learns within a few hundred steps, and check the verdict, the early stop, the step cap,
+packed seeds' own fit steps, resume after an interruption, and how tables and plots keep unfit
+runs apart.
+"""
+
+import dataclasses
+
+import pytest
+
+from pe_research import encodings, runs, tasks, train
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import plotting, summary
+from pe_research.training import checkpoints
+
+TIMING = {"tokens_per_s", "elapsed_s", "compile_s", "seconds", "check_s"}
+
+BASE = RunConfig(
+    task=tasks.get("offset", k=1),
+    encoding=encodings.get("rope"),
+    model=ModelConfig(num_layers=1, d_model=32, num_heads=2, mlp_dim=64),
+    train=TrainConfig(
+        steps=400, batch_size=32, train_length=4, log_every=20, stop_when_fit=True,
+        fit_check_every=20,
+    ),
+    eval=EvalConfig(lengths=(4, 8), batch_size=32),
+)  # fmt: skip
+
+
+def with_train(cfg, **changes):
+    return dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **changes))
+
+
+def rows(path):
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in runs.read_jsonl(path)]
+
+
+@pytest.fixture(scope="module")
+def fit_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("fit") / "run"
+    train.train(BASE, run, progress=False)
+    return run
+
+
+def test_training_stops_once_fit_and_the_verdict_agrees(fit_run):
+    checks = runs.read_jsonl(fit_run / runs.FIT)
+    stop = checks[-1]["step"]
+    assert 0 < stop < BASE.train.steps, "offset k=1 at length 4 should fit well before the cap"
+    assert [c["step"] for c in checks] == list(range(20, stop + 1, 20))
+    assert [c["fit"] for c in checks] == [False] * (len(checks) - 1) + [True]
+    assert runs.read_jsonl(fit_run / runs.METRICS)[-1]["step"] == stop
+    assert checkpoints.steps(fit_run)[-1] == stop
+    # The check scores the sequences that evaluation scores at the training length.
+    (at_4,) = [r for r in runs.read_jsonl(fit_run / runs.EVAL) if r["length"] == 4]
+    assert at_4["exact_match"] == checks[-1]["exact_match"] >= 0.95
+    (row, _) = runs.eval_rows([fit_run])
+    assert row["fit"] is True and row["fit_step"] == stop
+    assert row["fit_exact_match"] == at_4["exact_match"]
+
+
+def test_an_unfit_run_trains_to_the_cap_and_is_marked_unfit(tmp_path, fit_run):
+    run = tmp_path / "capped"
+    train.train(with_train(BASE, steps=40), run, progress=False)
+    checks = runs.read_jsonl(run / runs.FIT)
+    assert [c["step"] for c in checks] == [20, 40] and not any(c["fit"] for c in checks)
+    assert runs.read_jsonl(run / runs.METRICS)[-1]["step"] == 40
+    result = list(runs.eval_rows([run, fit_run]))
+    path = tmp_path / "results.csv"
+    runs.write_csv(path, result)
+    lines = path.read_text().splitlines()
+    header = lines[0].split(",")
+    fit_col, step_col = header.index("fit"), header.index("fit_step")
+    by_run = {line.split(",")[-1]: line.split(",") for line in lines[1:]}
+    assert by_run[str(run)][fit_col] == "False" and by_run[str(run)][step_col] == ""
+    assert by_run[str(fit_run)][fit_col] == "True"
+    assert int(by_run[str(fit_run)][step_col]) == runs.read_jsonl(fit_run / runs.FIT)[-1]["step"]
+
+
+def test_without_stop_when_fit_a_run_still_gets_a_verdict_and_no_checks(tmp_path):
+    run = tmp_path / "plain"
+    train.train(with_train(BASE, steps=20, stop_when_fit=False), run, progress=False)
+    assert not (run / runs.FIT).exists()
+    row = next(runs.eval_rows([run]))
+    assert row["fit"] is False and row["fit_step"] is None and not row["fit_checked"]
+    # The threshold is the verdict's: at 0.0001 an untrained model that gets one sequence right
+    # is "fit", at 1.0 only a perfect one.
+    loose = runs.fit_verdict(with_train(BASE, fit_threshold=1e-4), [{**row, "exact_match": 0.01}])
+    assert loose is True
+    assert runs.fit_verdict(with_train(BASE, fit_threshold=1.0), [{**row, "exact_match": 0.99}])\
+        is False  # fmt: skip
+
+
+def test_packed_seeds_record_their_own_fit_steps_and_stop_when_all_are_fit(tmp_path):
+    cfgs = [dataclasses.replace(BASE, seed=s) for s in (0, 1, 2)]
+    dirs = [tmp_path / f"seed{s}" for s in (0, 1, 2)]
+    train.train_group(cfgs, dirs, progress=False)
+    checks = [runs.read_jsonl(d / runs.FIT) for d in dirs]
+    stop = checks[0][-1]["step"]
+    assert all(c[-1]["step"] == stop for c in checks)
+    # Training stopped at the first check at which every seed was fit, not before.
+    all_fit = [all(c[i]["fit"] for c in checks) for i in range(len(checks[0]))]
+    assert all_fit.index(True) == len(all_fit) - 1
+    firsts = [next(r["step"] for r in c if r["fit"]) for c in checks]
+    assert [next(runs.eval_rows([d]))["fit_step"] for d in dirs] == firsts
+    assert max(firsts) == stop
+    # Each seed alone reaches the same first fit step (its numbers do not depend on the pack).
+    alone = tmp_path / "alone1"
+    train.train(cfgs[1], alone, progress=False)
+    assert next(runs.eval_rows([alone]))["fit_step"] == firsts[1]
+
+
+@pytest.mark.parametrize("interrupt_at", ["before_the_stop", "at_the_stop"])
+def test_resume_after_an_interruption_gives_identical_rows(tmp_path, fit_run, monkeypatch,
+                                                           interrupt_at):  # fmt: skip
+    stop = runs.read_jsonl(fit_run / runs.FIT)[-1]["step"]
+    at = stop - 20 if interrupt_at == "before_the_stop" else stop
+
+    class Interrupted(Exception):
+        pass
+
+    save = checkpoints.save
+
+    def save_then_stop(mgr, step, state, keys):
+        save(mgr, step, state, keys)
+        if step == at:
+            mgr.wait_until_finished()
+            raise Interrupted
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(checkpoints, "save", save_then_stop)
+    with pytest.raises(Interrupted):
+        train.train(BASE, run, progress=False, checkpoint_every=20)
+    monkeypatch.setattr(checkpoints, "save", save)
+    assert not runs.is_done(run) and checkpoints.steps(run)[-1] == at
+    train.train(BASE, run, progress=False, checkpoint_every=20)
+    for name in (runs.METRICS, runs.FIT, runs.EVAL):
+        assert rows(run / name) == rows(fit_run / name), name
+    assert checkpoints.steps(run)[-1] == stop
+
+
+def result_row(task, encoding, seed, length, exact, fit):
+    return {
+        "task": task, "encoding": encoding, "seed": seed, "train_length": 4, "length": length,
+        "token_accuracy": exact, "exact_match": exact, "fit": fit, "fit_exact_match": 0.5,
+        "fit_threshold": 0.95, "run": f"{task}/{encoding}/{seed}", "fit_checked": True,
+        "fit_step": 100 if fit else None, "steps_cap": 300, "chance": 0.1,
+    }  # fmt: skip
+
+
+ROWS = [
+    result_row("copy", enc, seed, n, 0.9 if n == 4 else 0.1, fit)
+    for enc, fit in (("rope", True), ("nope", False))
+    for seed in (0, 1)
+    for n in (4, 8)
+]
+
+
+def test_tables_show_unfit_runs_apart():
+    table = summary.generalization_table(ROWS, "exact_match")
+    fit_part, unfit_part = table.split("Unfit runs")
+    assert "**Fit: 2 of 4 runs**" in fit_part
+    assert "| rope " in fit_part and "nope" not in fit_part
+    assert "| nope (unfit) " in unfit_part and "| rope" not in unfit_part
+    per_length = summary.summary_table(ROWS, "exact_match")
+    lines = [line.split()[0:2] for line in per_length.splitlines()]
+    assert lines.index(["nope", "(unfit)"]) > lines.index(["rope", "0.900"])
+    steps = summary.steps_to_fit_table(ROWS)
+    assert "| copy | nope     | 0/2" in steps and "never" in steps
+    assert "| copy | rope     | 2/2            | 100 [100, 100]" in steps
+
+
+def test_plots_draw_unfit_runs_faded_and_dashed():
+    fig = plotting.extrapolation_figure(ROWS, "exact_match")
+    lines = {line.get_label(): line for line in fig.axes[0].lines}
+    assert lines["rope"].get_linestyle() == "-" and lines["rope"].get_alpha() == 1.0
+    unfit = lines["nope (unfit)"]
+    assert unfit.get_linestyle() == "--" and unfit.get_alpha() < 0.5
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "nope (unfit)" in legend
+    heat = plotting.heatmap_figure(ROWS, "exact_match")
+    assert [t.get_text() for t in heat.axes[0].get_yticklabels()] == ["rope", "nope (unfit)"]
+    steps = plotting.steps_to_fit_figure(ROWS)
+    bars = [p.get_height() for p in steps.axes[0].patches]
+    assert bars == [100]  # rope's mean fit step; nope never fit: a hollow marker at the cap
+    hollow = [line for line in steps.axes[0].lines if line.get_markerfacecolor() == "none"]
+    assert len(hollow) == 1 and list(hollow[0].get_ydata()) == [300, 300]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(fit_threshold=0.0), "fit_threshold=0.0 is outside"),
+        (dict(fit_threshold=1.5), "--train.fit-threshold"),
+        (dict(fit_check_every=0), "--train.fit-check-every"),
+        (dict(fit_check_every=30, steps_per_dispatch=20, log_every=20, steps=400),
+         "multiple of steps_per_dispatch=20"),
+    ],
+)  # fmt: skip
+def test_bad_fit_options_are_refused_naming_the_option(change, message):
+    with pytest.raises(ValueError, match=message):
+        with_train(BASE, **change).check()
+
+
+def test_stop_when_fit_needs_exact_match_and_the_training_length(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("abc " * 200)
+    lm = dataclasses.replace(
+        BASE, task=tasks.get("byte_lm", corpus=str(corpus)), positions=BASE.positions
+    )
+    with pytest.raises(ValueError, match="byte_lm.*--train.stop-when-fit"):
+        lm.check()
+    assert runs.fit_verdict(lm, [{"length": 4, "exact_match": 1.0}]) is None
+    beyond = dataclasses.replace(BASE, eval=EvalConfig(lengths=(8, 16)))
+    with pytest.raises(ValueError, match="add the training length to --eval.lengths"):
+        beyond.check()
