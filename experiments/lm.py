@@ -60,9 +60,11 @@ scalings with factor 8 and the original context 128, applied at evaluation only)
 
 import dataclasses
 import os
+import statistics
 
 from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import summary
 
 CORPUS = os.environ.get("PE_RESEARCH_CORPUS", "data/kjv.txt")
 METRIC = "bits_per_byte"  # the sweep's summary.md reports this unless --metric says otherwise
@@ -77,6 +79,7 @@ SCALES = {
             EvalConfig(batch_size=64)),
 }  # fmt: skip
 SCALINGS = ("linear", "ntk", "dynamic", "yarn")
+SEEDS = (0, 1, 2)
 
 
 def rope_scalings(train_length: int, factor: float = 8.0) -> list[dict]:
@@ -112,4 +115,40 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
         dataclasses.replace(base, eval_encoding=encodings.get("rope", scaling=s))
         for s in rope_scalings(L)
     ]
-    return out
+    return [dataclasses.replace(cfg, seed=seed) for cfg in out for seed in SEEDS]
+
+
+PRESS_2022 = ("alibi", "sinusoidal", "rope")
+"""Press et al. (2022), Figure 1: ALiBi's perplexity stays flat as evaluation grows past the
+training length while sinusoidal and rotary degrade."""
+
+
+def paper_vs_here(rows: list[dict]) -> str:
+    """Bits per byte at 1x and 8x the training length for the encodings of Press et al.'s
+    figure, mean ± std over seeds, and whether each degrades (8x - 1x above the seeds' spread)."""
+    lines = [
+        "Press et al. 2022: ALiBi stays flat from 1x to 8x the training length; sinusoidal and "
+        "RoPE degrade. Here: validation bits per byte (lower is better), mean ± std over seeds.",
+        "",
+        "| encoding | 1x | 8x | 8x - 1x | paper | here |",
+        "|---|---|---|---|---|---|",
+    ]
+    L = rows[0]["train_length"] if rows else 0
+    at = {k: summary.per_run_means(rows, METRIC, [k * L]) for k in (1, 8)}
+    for name in PRESS_2022:
+        # The task label names the corpus, so runs are found by their encoding.
+        one, eight = ([m for (_, e), ms in at[k].items() if e == name for m in ms] for k in (1, 8))
+        if not one or not eight:
+            lines.append(f"| {name} | - | - | - | - | not run |")
+            continue
+        a, b = [m for m, _ in one], [m for m, _ in eight]
+        deltas = [y - x for x, y in zip(a, b, strict=True)]
+        spread = max(statistics.stdev(a) if len(a) > 2 else 0.0, 0.02)
+        here = "degrades" if statistics.fmean(deltas) > 2 * spread else "flat"
+        paper = "flat" if name == "alibi" else "degrades"
+        lines.append(
+            f"| {name} | {summary.mean_and_spread(a)} | {summary.mean_and_spread(b)} | "
+            f"{summary.mean_and_spread(deltas)} | {paper} | {here} |"
+        )
+    lines += ["", "Flat: 8x - 1x within twice the seeds' spread at 1x (at least 0.02 bits)."]
+    return "\n".join(lines) + "\n"

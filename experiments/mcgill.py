@@ -40,6 +40,7 @@ import dataclasses
 
 from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import summary
 from pe_research.sweeps.experiments import GPU_MODEL, gpu_train
 
 ENCODINGS = [
@@ -76,3 +77,39 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
         for encoding in ENCODINGS
         for seed in SEEDS
     ]
+
+
+# Kazemnejad et al. (2023): exact match beyond the training length (train <= 20, test 21-40)
+# on Copy (Repeat), our count_copy, read from their figures; and the mean reciprocal rank of each
+# encoding over all their tasks. Their APE is absolute sinusoidal.
+PAPER_COUNT_COPY = {"nope": 0.99, "t5": 0.77, "alibi": 0.29, "rope": 0.00, "sinusoidal": 0.00}
+PAPER_MRR = {"nope": 0.69, "t5": 0.55, "alibi": 0.50, "rope": 0.33, "sinusoidal": 0.22}
+OOD_LENGTHS = (24, 28, 32, 36, 40)
+
+
+def paper_vs_here(rows: list[dict]) -> str:
+    """count_copy beside the paper, and the mean reciprocal rank over our three tasks (fit runs
+    only: a task where an encoding did not fit gives it the last rank)."""
+    table = summary.published_table(
+        rows,
+        {("count_copy", e): v for e, v in PAPER_COUNT_COPY.items()},
+        metric="exact_match",
+        lengths=OOD_LENGTHS,
+        source="Kazemnejad et al. 2023, exact match at lengths 21-40 after training on <= 20",
+    )
+    means = summary.per_run_means(rows, "exact_match", OOD_LENGTHS)
+    ranks: dict[str, list[float]] = {e: [] for e in PAPER_MRR}
+    for task in TASKS:
+        scores = {}
+        for e in PAPER_MRR:
+            fit = [m for m, f in means.get((task, e), []) if f is not False]
+            scores[e] = sum(fit) / len(fit) if fit else -1.0  # unfit: last
+        order = sorted(scores, key=lambda e: -scores[e])
+        for e in PAPER_MRR:
+            ranks[e].append(1.0 / (order.index(e) + 1))
+    lines = ["", "Mean reciprocal rank over tasks (paper: all their tasks; here: copy, "
+             "count_copy, reverse, ranked by exact match at 24-40 of the fit seeds):", "",
+             "| encoding | paper MRR | here MRR |", "|---|---|---|"]  # fmt: skip
+    for e in PAPER_MRR:
+        lines.append(f"| {e} | {PAPER_MRR[e]:.2f} | {sum(ranks[e]) / len(ranks[e]):.2f} |")
+    return table + "\n".join(lines) + "\n"

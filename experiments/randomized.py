@@ -34,11 +34,15 @@ vs randomized positions from [0, 256)):
   steps, 5 layers); their reported gains are on fitted models, which these are not.
 """
 
+import statistics
+
 from pe_research import encodings, positions, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import summary
 
 ENCODINGS = ["sinusoidal", "learned", "rope", "alibi"]
 TASKS = ["reverse", "duplicate"]
+SEEDS = (0, 1, 2)
 SCALES = {
     "cpu": dict(train_length=16, lengths=(16, 24, 32, 48, 64), max_pos=256, steps=500,
                 model=ModelConfig(causal=False)),
@@ -50,8 +54,12 @@ SCALES = {
 
 
 def runs(scale: str = "cpu") -> list[RunConfig]:
+    """Contiguous positions, and randomized positions evaluated both ways: randomized too (the
+    paper's code) and contiguous. The two evaluations of a randomized run share its training."""
     s = SCALES[scale]
-    samplers = [positions.get("contiguous"), positions.get("randomized", max_pos=s["max_pos"])]
+    randomized = positions.get("randomized", max_pos=s["max_pos"])
+    ways = [(positions.get("contiguous"), "contiguous"), (randomized, "train"),
+            (randomized, "contiguous")]  # fmt: skip
     return [
         RunConfig(
             task=tasks.get(task),
@@ -60,10 +68,79 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
             ),
             model=s["model"],
             train=TrainConfig(steps=s["steps"], batch_size=32, train_length=s["train_length"]),
-            eval=EvalConfig(lengths=s["lengths"], positions="train"),
+            eval=EvalConfig(lengths=s["lengths"], positions=eval_positions),
             positions=sampler,
+            seed=seed,
         )
         for task in TASKS
         for name in ENCODINGS
-        for sampler in samplers
+        for sampler, eval_positions in ways
+        for seed in SEEDS
     ]
+
+
+PAPER_GAIN = 12.0
+"""Ruoss et al. (2023): randomized positions raise accuracy beyond the training length by 12.0
+points on average over their encodings and tasks."""
+
+
+def paper_vs_here(rows: list[dict]) -> str:
+    """Per task and encoding, token accuracy beyond the training length (mean over the longer
+    evaluation lengths, then over seeds) with contiguous and randomized training positions, the
+    randomized runs scored with randomized and with contiguous positions; the mean gain in
+    points over the pairs where both runs fit, next to the paper's."""
+    lengths = sorted({r["length"] for r in rows if r["length"] > r["train_length"]})
+    means = summary.per_run_means(rows, "token_accuracy", lengths)
+    ways = {"contiguous": "", "randomized, eval randomized": None,
+            "randomized, eval contiguous": None}  # fmt: skip
+    lines = [
+        f"Ruoss et al. 2023: randomized positions raise accuracy beyond the training length by "
+        f"+{PAPER_GAIN} points on average. Here: token accuracy over lengths "
+        f"{', '.join(map(str, lengths))}, mean ± std over seeds (fit seeds / seeds).",
+        "",
+        "| task | encoding | " + " | ".join(ways) + " | gain, eval randomized | "
+        "gain, eval contiguous |",
+        "|---" * (len(ways) + 4) + "|",
+    ]
+    gains: dict[str, list[float]] = {"train": [], "contiguous": []}
+    for task in sorted({t for t, _ in means}):
+        for name in sorted({e.split(" + ")[0] for t, e in means if t == task}):
+            series = {
+                "contiguous": means.get((task, name), []),
+                "randomized, eval randomized": next(
+                    (v for (t, e), v in means.items() if t == task
+                     and e.startswith(f"{name} + randomized") and e.endswith("eval randomized")),
+                    [],
+                ),
+                "randomized, eval contiguous": next(
+                    (v for (t, e), v in means.items() if t == task
+                     and e.startswith(f"{name} + randomized")
+                     and not e.endswith("eval randomized")),
+                    [],
+                ),
+            }  # fmt: skip
+            cells, fit_means = [], {}
+            for way, values in series.items():
+                fit = [m for m, f in values if f]
+                cells.append(
+                    f"{summary.mean_and_spread([m for m, _ in values])} ({len(fit)}/{len(values)})"
+                    if values else "-"
+                )  # fmt: skip
+                if fit:
+                    fit_means[way] = statistics.fmean(fit)
+            for key, way in (("train", "randomized, eval randomized"),
+                             ("contiguous", "randomized, eval contiguous")):  # fmt: skip
+                if way in fit_means and "contiguous" in fit_means:
+                    gain = 100 * (fit_means[way] - fit_means["contiguous"])
+                    gains[key].append(gain)
+                    cells.append(f"{gain:+.1f}")
+                else:
+                    cells.append("- (none fit)")
+            lines.append(f"| {task} | {name} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for key, text in (("train", "evaluated with randomized positions"),
+                      ("contiguous", "evaluated with contiguous positions")):  # fmt: skip
+        g = gains[key]
+        here = f"{statistics.fmean(g):+.1f} points over {len(g)} pairs" if g else "no pair fit"
+        lines.append(f"- Randomized, {text}: {here} (paper: +{PAPER_GAIN}).")
+    return "\n".join(lines) + "\n"

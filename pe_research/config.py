@@ -453,11 +453,14 @@ def encoding_label(cfg: RunConfig) -> str:
 
 def series_label(cfg: RunConfig) -> str:
     """What tables and legends call a run: its encoding label, plus the position sampler when
-    it is not the contiguous default (randomized positions are a different method)."""
+    it is not the contiguous default (randomized positions are a different method), and
+    ", eval SAMPLER" when evaluation samples positions that way too (eval.positions train)."""
     label = encoding_label(cfg)
     if cfg.positions != Contiguous():
         options = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(cfg.positions).items())
         label += f" + {cfg.positions.name}" + (f"({options})" if options else "")
+        if cfg.eval.positions == "train" and cfg.positions.position_axes is None:
+            label += f", eval {cfg.positions.name}"
     return label
 
 

@@ -38,6 +38,8 @@ def test_series_label_names_the_sampler_and_the_eval_encoding():
     assert series_label(base) == "rope"
     randomized = dataclasses.replace(base, positions=positions.get("randomized", max_pos=64))
     assert series_label(randomized) == "rope + randomized(max_pos=64)"
+    evaluated_so = dataclasses.replace(randomized, eval=EvalConfig(positions="train"))
+    assert series_label(evaluated_so) == "rope + randomized(max_pos=64), eval randomized"
     scaled = dataclasses.replace(
         base, eval_encoding=encodings.get("rope", scaling={"rope_type": "linear", "factor": 4})
     )

@@ -1,9 +1,11 @@
 """Every shipped experiment builds valid run configs at every scale, and says how to run it."""
 
+import random
 from pathlib import Path
 
 import pytest
 
+from pe_research.config import series_label, task_label
 from pe_research.sweeps import experiments, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,3 +34,30 @@ def test_unknown_scale_names_the_presets():
     module = experiments.load_experiment(str(ROOT / "experiments" / "prope.py"))
     with pytest.raises(ValueError, match="has no scale 'tpu'; it has: cpu, gpu"):
         experiments.experiment_runs(module, "tpu")
+
+
+@pytest.mark.parametrize("name", ["mcgill", "randomized", "lm", "prope"])
+def test_paper_vs_here_reads_the_rows_of_its_own_runs(name):
+    """Each reproduction's "paper vs here" section finds its runs among rows labelled as a sweep
+    labels them, and reports every compared number (none left "not run")."""
+    module = experiments.load_experiment(str(ROOT / "experiments" / f"{name}.py"))
+    rng = random.Random(0)
+    rows = [
+        {
+            "task": task_label(cfg.task),
+            "encoding": series_label(cfg),
+            "seed": cfg.seed,
+            "train_length": cfg.train.train_length,
+            "length": n,
+            "run": f"run{i}",
+            "token_accuracy": rng.random(),
+            "exact_match": rng.random(),
+            "bits_per_byte": 2 + rng.random(),
+            "fit": True,
+        }  # fmt: skip
+        for i, cfg in enumerate(experiments.experiment_runs(module))
+        for n in cfg.eval_lengths
+    ]
+    text = module.paper_vs_here(rows)
+    assert "not run" not in text and "no pair fit" not in text
+    assert len(text.splitlines()) > 5

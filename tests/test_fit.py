@@ -14,7 +14,7 @@ import pytest
 from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.sweeps import plotting, summary
-from pe_research.training import checkpoints
+from pe_research.training import checkpoints, group_key
 
 TIMING = {"tokens_per_s", "elapsed_s", "compile_s", "seconds", "check_s"}
 
@@ -168,8 +168,9 @@ def test_tables_show_unfit_runs_apart():
     lines = [line.split()[0:2] for line in per_length.splitlines()]
     assert lines.index(["nope", "(unfit)"]) > lines.index(["rope", "0.900"])
     steps = summary.steps_to_fit_table(ROWS)
-    assert "| copy | nope     | 0/2" in steps and "never" in steps
-    assert "| copy | rope     | 2/2            | 100 [100, 100]" in steps
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in steps.splitlines()]
+    assert ["copy", "nope", "0/2", "never", "300"] in cells
+    assert ["copy", "rope", "2/2", "100 [100, 100]", "300"] in cells
 
 
 def test_plots_draw_unfit_runs_faded_and_dashed():
@@ -216,3 +217,46 @@ def test_stop_when_fit_needs_exact_match_and_the_training_length(tmp_path):
     beyond = dataclasses.replace(BASE, eval=EvalConfig(lengths=(8, 16)))
     with pytest.raises(ValueError, match="add the training length to --eval.lengths"):
         beyond.check()
+
+
+def ood_rows(task, encoding, seeds, value, fit=True, lengths=(20, 24, 28)):
+    return [
+        {"task": task, "encoding": encoding, "seed": s, "train_length": 20, "length": n,
+         "exact_match": 1.0 if n == 20 else value + 0.01 * s, "token_accuracy": 0.5,
+         "fit": fit, "run": f"{task}/{encoding}/{s}"}
+        for s in seeds
+        for n in lengths
+    ]  # fmt: skip
+
+
+def test_published_table_sets_the_paper_beside_fit_runs_and_judges_the_order():
+    rows = (
+        ood_rows("count_copy", "nope", (0, 1, 2), 0.9)
+        + ood_rows("count_copy", "t5", (0, 1, 2), 0.2)
+        + ood_rows("count_copy", "alibi", (0, 1, 2), 0.5)
+        + ood_rows("count_copy", "rope", (0, 1), 0.0, fit=False)
+    )
+    paper = {("count_copy", "nope"): 0.99, ("count_copy", "t5"): 0.77,
+             ("count_copy", "alibi"): 0.29, ("count_copy", "rope"): 0.0}  # fmt: skip
+    text = summary.published_table(
+        rows, paper, metric="exact_match", lengths=(24, 28), source="K23"
+    )
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()]
+    assert ["count_copy", "nope", "0.99", "0.910 ± 0.010", "3/3", "0.910 ± 0.010"] in cells
+    assert ["count_copy", "rope", "0.00", "0.005 [0.000, 0.010]", "0/2", "-"] in cells
+    verdict = text.splitlines()[-1]
+    assert "paper nope > t5 > alibi; here nope > alibi > t5" in verdict
+    assert "differs (alibi vs t5)" in verdict and "not fit here: rope" in verdict
+    agreeing = [r for r in rows if r["encoding"] != "t5"]
+    assert "order agrees" in summary.published_table(
+        agreeing, paper, metric="exact_match", lengths=(24, 28), source="K23"
+    )
+
+
+def test_runs_that_differ_only_in_evaluation_share_one_training_unless_fit_is_checked():
+    plain = with_train(BASE, stop_when_fit=False)
+    other_eval = dataclasses.replace(plain, eval=EvalConfig(lengths=(4, 16), positions="train"))
+    assert group_key(plain) == group_key(other_eval)
+    # The fit check reads the evaluation settings, so there they are part of the training.
+    checked = dataclasses.replace(BASE, eval=EvalConfig(lengths=(4, 16), positions="train"))
+    assert group_key(BASE) != group_key(checked)

@@ -3,7 +3,10 @@ run configs; the presets its scales share.
 
 An experiment file's docstring gives the exact command, the runtime and the result of a real
 run. `SCALES` maps a scale name (`cpu`, the default, and `gpu`) to its preset; experiments that
-study length generalization at the standard size use `STANDARD_SCALES`.
+study length generalization at the standard size use `STANDARD_SCALES`. An experiment that
+reproduces a paper may define `paper_vs_here(rows) -> str`: a markdown section setting the
+paper's numbers beside the sweep's (see `summary.published_table`), printed by the sweep and
+written to its summary.md.
 """
 
 from __future__ import annotations

@@ -10,11 +10,12 @@ rows tagged [code A], [code B], ... under a warning that lists which runs differ
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import warnings
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -359,9 +360,98 @@ def failed_runs(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summary(root: Path, rows: list[dict[str, Any]], metric: str) -> list[Path]:
-    """root/results.csv (every row; runs relative to root) and root/summary.md (the tables and
-    the failed runs). Warns when the rows come from different code versions."""
+# -- published results beside ours ------------------------------------------------------------
+
+
+def per_run_means(
+    rows: list[dict[str, Any]], metric: str, lengths: Iterable[int]
+) -> dict[tuple[str, str], list[tuple[float, bool | None]]]:
+    """(task, encoding) -> one (mean of `metric` over the evaluation `lengths`, fit verdict) per
+    finished run that was evaluated at all of them."""
+    wanted = set(lengths)
+    values: dict[str, dict[int, float]] = defaultdict(dict)
+    meta: dict[str, tuple[str, str, bool | None]] = {}
+    for row in rows:
+        if is_failed_row(row) or row["length"] not in wanted:
+            continue
+        values[row["run"]][row["length"]] = row[metric]
+        meta[row["run"]] = (row["task"], row["encoding"], row.get("fit"))
+    out: dict[tuple[str, str], list[tuple[float, bool | None]]] = defaultdict(list)
+    for run, by_length in values.items():
+        if set(by_length) == wanted:
+            task, encoding, fit = meta[run]
+            out[(task, encoding)].append((statistics.fmean(by_length.values()), fit))
+    return out
+
+
+def _order_text(scores: dict[str, float], tie: float) -> str:
+    """Encodings best first, `=` between neighbours within `tie` of each other."""
+    names = sorted(scores, key=lambda e: -scores[e])
+    text = names[0]
+    for a, b in itertools.pairwise(names):
+        text += (" = " if scores[a] - scores[b] <= tie else " > ") + b
+    return text
+
+
+def published_table(
+    rows: list[dict[str, Any]],
+    published: dict[tuple[str, str], float],
+    *,
+    metric: str,
+    lengths: Iterable[int],
+    source: str,
+    tie: float = 0.05,
+) -> str:
+    """Markdown: a paper's numbers (task, encoding) -> value beside ours (mean ± std over seeds
+    of each run's mean over `lengths`, with how many seeds fit), and per task a one-line
+    verdict: whether the encodings come out in the paper's order, among fit runs only (pairs
+    closer than `tie` in either count as ties)."""
+    means = per_run_means(rows, metric, lengths)
+    body, verdicts = [], []
+    for task in sorted({t for t, _ in published}):
+        paper = {e: v for (t, e), v in published.items() if t == task}
+        here_fit = {}
+        for encoding in sorted(paper, key=lambda e: -paper[e]):
+            runs_here = means.get((task, encoding), [])
+            fit = [m for m, f in runs_here if f is not False]
+            all_text = mean_and_spread([m for m, _ in runs_here]) if runs_here else "not run"
+            body.append([task, encoding, f"{paper[encoding]:.2f}", all_text,
+                         f"{len(fit)}/{len(runs_here)}",
+                         mean_and_spread(fit) if fit else "-"])  # fmt: skip
+            if fit:
+                here_fit[encoding] = statistics.fmean(fit)
+        if len(here_fit) < 2:
+            verdicts.append(f"- {task}: fewer than two encodings fit here; no order to compare.")
+            continue
+        shared = {e: paper[e] for e in here_fit}
+        discordant = [
+            f"{a} vs {b}"
+            for a, b in itertools.combinations(sorted(here_fit), 2)
+            if abs(shared[a] - shared[b]) > tie
+            and abs(here_fit[a] - here_fit[b]) > tie
+            and (shared[a] > shared[b]) != (here_fit[a] > here_fit[b])
+        ]
+        agree = "agrees" if not discordant else "differs (" + ", ".join(discordant) + ")"
+        missing = sorted(set(paper) - set(here_fit))
+        verdicts.append(
+            f"- {task}: paper {_order_text(shared, tie)}; here {_order_text(here_fit, tie)}: "
+            f"order {agree}" + (f"; not fit here: {', '.join(missing)}" if missing else "") + "."
+        )
+    header = ["task", "encoding", "paper", "here, all seeds", "fit", "here, fit seeds"]
+    intro = (
+        f"{source}. Here: {metric} averaged over evaluation lengths "
+        f"{', '.join(map(str, lengths))} per run, then mean ± std over seeds; fit: seeds that "
+        "learned the task at the training length. Verdicts compare fit runs only."
+    )
+    return "\n".join([intro, "", *_markdown(header, body), "", *verdicts]) + "\n"
+
+
+def write_summary(
+    root: Path, rows: list[dict[str, Any]], metric: str, published: str = ""
+) -> list[Path]:
+    """root/results.csv (every row; runs relative to root) and root/summary.md (the tables,
+    `published` (an experiment's "paper vs here" section, markdown) and the failed runs). Warns
+    when the rows come from different code versions."""
     root = Path(root)
     csv_path, md_path = root / "results.csv", root / "summary.md"
     runs.write_csv(csv_path, [{**r, "run": os.path.relpath(r["run"], root)} for r in rows])
@@ -376,7 +466,9 @@ def write_summary(root: Path, rows: list[dict[str, Any]], metric: str) -> list[P
         )
     runs.write_atomic(
         md_path,
-        f"# Summary of {root}\n\n{generalization_table(rows, metric)}\n{efficiency}"
+        f"# Summary of {root}\n\n{generalization_table(rows, metric)}\n"
+        + (f"## Paper vs here\n\n{published}\n" if published else "")
+        + f"{efficiency}"
         f"{failures}"
         f"## {metric} by evaluation length\n\n```\n{summary_table(rows, metric)}```\n",
     )

@@ -323,9 +323,13 @@ def run_experiment(
     print(summary.generalization_table(rows, metric))
     if efficiency := summary.steps_to_fit_table(rows):
         print("Steps to fit (train.stop_when_fit):\n" + efficiency)
+    published = module.paper_vs_here(rows) if hasattr(module, "paper_vs_here") else ""
+    if published:
+        print("Paper vs here:\n" + published)
     written = []
     if done.complete:
-        written = summary.write_summary(out, rows, metric) + plotting.write_figures(rows, out)
+        written = summary.write_summary(out, rows, metric, published)
+        written += plotting.write_figures(rows, out)
         print("Wrote " + ", ".join(str(p) for p in written))
     return done, written
 

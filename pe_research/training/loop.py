@@ -70,10 +70,11 @@ def train_group(
     checkpoint_every: int = CHECKPOINT_EVERY,
 ) -> tuple[nnx.GraphDef, Any]:
     """Train runs that share a `group_key` as one program: one model per distinct seed, the
-    seeds packed under jax.vmap; then evaluate each run (with its own eval_encoding, if any).
+    seeds packed under jax.vmap; then evaluate each run (with its own eval_encoding and eval
+    settings).
 
     Each seed's numbers equal training it alone (up to float reassociation), and runs that
-    differ only in their evaluation encoding share one training. Each run directory gets its own
+    differ only in how they are evaluated (`group_key`) share one training. Each run directory gets its own
     config.json, metrics.jsonl, checkpoints/, eval.jsonl and DONE. If every run directory holds
     an unfinished run of its config with checkpoints, training resumes from the newest step
     that all of them checkpointed, and repeats the uninterrupted run bit for bit.
@@ -200,6 +201,7 @@ def _loop(
                 pending = None
             fit = False
             if fit_check is not None and step % check_every == 0:
+                jax.block_until_ready(state.params)  # time the check, not the queued steps
                 t0 = time.perf_counter()
                 exact_match_S = fit_check(state.params)
                 fit = log.write_fit(step, exact_match_S, time.perf_counter() - t0)
@@ -232,13 +234,12 @@ def _evaluate_and_finish(
     log: RunLog,
     progress: bool,
 ) -> None:
-    """One evaluation of all seeds per evaluation encoding; each run that did not fail gets its
-    eval.jsonl, then DONE."""
-    cfg = dataclasses.replace(cfgs[0], eval_encoding=None)
-    for eval_encoding in dict.fromkeys(c.eval_encoding for c in cfgs):
-        eval_cfg = dataclasses.replace(cfg, eval_encoding=eval_encoding)
+    """One evaluation of all seeds per way of evaluating (evaluation encoding and settings);
+    each run that did not fail gets its eval.jsonl, then DONE."""
+    for how in dict.fromkeys((c.eval_encoding, c.eval) for c in cfgs):
+        eval_cfg = dataclasses.replace(cfgs[0], eval_encoding=how[0], eval=how[1])
         rows_S = evaluate.evaluate_packed(eval_cfg, graphdef, params_S, progress=progress)
         for r in log.live():
-            if cfgs[r].eval_encoding == eval_encoding:
+            if (cfgs[r].eval_encoding, cfgs[r].eval) == how:
                 runs.write_jsonl(run_dirs[r] / runs.EVAL, rows_S[model_of[r]])
                 runs.mark_done(run_dirs[r])

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pe_research.config import RunConfig
+from pe_research.config import EvalConfig, RunConfig
 from pe_research.model import abstract_model
 from pe_research.training.step import (
     TrainState,
@@ -25,8 +25,11 @@ from pe_research.training.step import (
 
 
 def group_key(cfg: RunConfig) -> RunConfig:
-    """What runs trained together share: everything but the seed and the evaluation encoding."""
-    return dataclasses.replace(cfg, seed=0, eval_encoding=None)
+    """What runs trained together share: everything but the seed and how they are evaluated
+    (the evaluation encoding, and the evaluation settings unless train.stop_when_fit reads them
+    while training)."""
+    key = dataclasses.replace(cfg, seed=0, eval_encoding=None)
+    return key if cfg.train.stop_when_fit else dataclasses.replace(key, eval=EvalConfig())
 
 
 def stack_models(trees: list[Any]) -> Any:

@@ -27,7 +27,7 @@ class RunLog:
     """Appends one row per logged step to the metrics.jsonl of each run of a packed program.
 
     `model_of[r]` is the model of the pack that run r reads its metrics from; runs that differ
-    only in their evaluation encoding share a model. Throughput is that of the whole program.
+    only in how they are evaluated share a model. Throughput is that of the whole program.
     """
 
     def __init__(
