@@ -74,10 +74,10 @@ def train_group(
     settings).
 
     Each seed's numbers equal training it alone (up to float reassociation), and runs that
-    differ only in how they are evaluated (`group_key`) share one training. Each run directory gets its own
-    config.json, metrics.jsonl, checkpoints/, eval.jsonl and DONE. If every run directory holds
-    an unfinished run of its config with checkpoints, training resumes from the newest step
-    that all of them checkpointed, and repeats the uninterrupted run bit for bit.
+    differ only in how they are evaluated (`group_key`) share one training. Each run directory
+    gets its own config.json, metrics.jsonl, checkpoints/, eval.jsonl and DONE. If every run
+    directory holds an unfinished run of its config with checkpoints, training resumes from the
+    newest step that all of them checkpointed, and repeats the uninterrupted run bit for bit.
 
     A run whose loss becomes NaN or inf is marked failed (runs.mark_failed, with the step)
     and gets no evaluation; the others train on. TrainingDiverged if every run failed. On
