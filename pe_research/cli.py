@@ -71,6 +71,8 @@ def sweep(
     progress: bool = True,
     retry_failed: bool = False,
     checkpoint_every: int = 100,
+    workers: int = 1,
+    summarize: bool = True,
 ) -> None:
     """Run every config of an experiment (skipping finished runs), print tables, write results.
 
@@ -85,7 +87,11 @@ def sweep(
     variables): each process then trains shard process_index/process_count.
     A run whose loss diverges is marked failed and shown as failed@step N in the tables; it is
     finished (a rerun skips it, as it would fail the same way) unless --retry-failed.
+    --workers N trains with N processes on this machine (compilation is single-threaded, so on a
+    small CPU one compiles while another trains); --no-summarize trains and writes no tables.
     """
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}: give a number of processes.")
     sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
     sweep_lib.run_experiment(
@@ -97,6 +103,8 @@ def sweep(
         progress=progress,
         retry_failed=retry_failed,
         checkpoint_every=checkpoint_every,
+        workers=workers,
+        summarize=summarize,
     )
 
 

@@ -308,3 +308,21 @@ def test_two_processes_sweeping_one_folder_train_each_run_once(tmp_path):
     assert not list(out.rglob(runs.LOCK))
     with open(out / "results.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 2 * len(expected)
+
+
+def test_workers_share_the_sweep_and_the_first_process_writes_the_results(tmp_path):
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "pe_research.cli", "sweep", str(experiment), "--out", str(out)]
+    (output,) = run_together([[*command, "--no-progress", "--workers", "2"]], cwd=tmp_path)
+    expected = sorted(
+        str(sweep.run_dir_for(out, c).relative_to(out))
+        for c in experiments.experiment_runs(experiments.load_experiment(str(experiment)))
+    )
+    worker = (out / "worker-1.log").read_text()
+    trained = trained_runs(output) + trained_runs(worker)
+    assert sorted(trained) == expected, (output, worker)  # each run once, by one of the two
+    assert "Wrote " in output and "Wrote " not in worker  # the results come from this process
+    with open(out / "results.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 2 * len(expected)

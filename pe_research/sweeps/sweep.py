@@ -20,6 +20,8 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -290,6 +292,8 @@ def run_experiment(
     progress: bool = True,
     retry_failed: bool = False,
     checkpoint_every: int = train.CHECKPOINT_EVERY,
+    workers: int = 1,
+    summarize: bool = True,
 ) -> tuple[SweepResult, list[Path]]:
     """Run an experiment file (`pe-research sweep`), print its tables, and once every run is
     finished write results.csv, summary.md and the figures; returns (what the sweep did, the
@@ -298,18 +302,52 @@ def run_experiment(
     `experiment` is a name in ./experiments/ or a path; `out` defaults to runs/<name> (with
     -<scale> for a scale); `metric` to the experiment's METRIC, else token_accuracy; `shard`
     to (process index, process count) of the JAX job.
+
+    `workers` > 1 starts that many processes in all on this machine (this one and workers - 1
+    started here, logging to OUT/worker-I.log), each claiming the next unclaimed group of runs:
+    compilation is single-threaded, so on a small CPU one process compiles while another
+    trains. This process waits for them and writes the results. `summarize=False` trains only.
     """
     module = experiments.load_experiment(experiment)
     metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
     out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
-    done = run_sweep(
-        experiments.experiment_runs(module, scale),
-        out,
-        shard=shard or (jax.process_index(), jax.process_count()),
-        progress=progress,
-        retry_failed=retry_failed,
-        checkpoint_every=checkpoint_every,
-    )
+    configs = experiments.experiment_runs(module, scale)
+    if workers > 1 and (shard is not None or jax.process_count() > 1):
+        raise ValueError(
+            "--workers starts processes on this machine that share the whole sweep; it does not "
+            "combine with --shard or a multi-process JAX job: drop one of them."
+        )
+    helpers = []
+    try:
+        for i in range(1, workers):
+            command = [sys.executable, "-m", "pe_research.cli", "sweep", experiment, "--out",
+                       str(out), "--no-progress", "--no-summarize",
+                       "--checkpoint-every", str(checkpoint_every)]  # fmt: skip
+            command += (["--scale", scale] if scale else []) + (
+                ["--retry-failed"] if retry_failed else []
+            )
+            out.mkdir(parents=True, exist_ok=True)
+            log = open(out / f"worker-{i}.log", "w")
+            helpers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log))
+            time.sleep(2)  # let it claim the first group before this process looks
+        done = run_sweep(
+            configs,
+            out,
+            shard=shard or (jax.process_index(), jax.process_count()),
+            progress=progress,
+            retry_failed=retry_failed,
+            checkpoint_every=checkpoint_every,
+        )
+        for i, (proc, log) in enumerate(helpers, start=1):
+            if proc.wait() != 0:
+                print(f"Worker {i} exited with status {proc.returncode}: see {log.name}.")
+    finally:
+        for proc, log in helpers:
+            if proc.poll() is None:
+                proc.terminate()
+            log.close()
+    if not summarize:
+        return done, []
     rows = summary.finished_rows(done.dirs)
     if not done.complete:
         print(
