@@ -33,10 +33,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
 from pe_research import encodings, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.encodings.bias import t5_relative_bucket
+from pe_research.tasks import bucket
 from pe_research.training import evaluate
 
 LENGTHS = (20, 24, 28, 32, 36, 40)
@@ -49,6 +51,32 @@ def reached_buckets(cfg: RunConfig, n: int) -> set[int]:
     b = t5_relative_bucket(-jnp.arange(width), bidirectional=False,
                            num_buckets=enc.num_buckets, max_distance=enc.max_distance)  # fmt: skip
     return {int(x) for x in np.asarray(b)}
+
+
+def _bucket(cfg: RunConfig, distance: int) -> int:
+    enc = cfg.encoding
+    rel = jnp.int32(-distance)
+    b = t5_relative_bucket(rel, bidirectional=False, num_buckets=enc.num_buckets,
+                           max_distance=enc.max_distance)  # fmt: skip
+    return int(b)
+
+
+def stop_counts(cfg: RunConfig, graphdef, params_S) -> dict[int, list[int]]:
+    """Per evaluation length n, for every seed and evaluated sequence, how many answer symbols
+    the model emits (argmax under teacher forcing) before its first END (n is right)."""
+    out = {}
+    root = jax.random.key(cfg.eval.seed)
+    for n in LENGTHS:
+        batch, pos_BL = evaluate.eval_inputs(cfg, root, jnp.int32(n), bucket(2 * n + 1))
+        counts = []
+        for k in range(jax.tree.leaves(params_S)[0].shape[0]):
+            model = nnx.merge(graphdef, jax.tree.map(lambda x, k=k: x[k], params_S))
+            pred_BL = np.asarray(jnp.argmax(model(batch.inputs, pos_BL, batch.valid), -1))
+            for b, mask in enumerate(np.asarray(batch.loss_mask)):
+                ends = np.flatnonzero(pred_BL[b, mask] == cfg.task.end)
+                counts.append(int(ends[0]) if len(ends) else n + 1)
+        out[n] = counts
+    return out
 
 
 def with_rows(params_S, untrained: list[int], source: int | None):
@@ -103,6 +131,14 @@ def main() -> None:
         cells = [f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" for v in by_length.values()]
         print(f"{name:<14}" + "".join(f"{c:>14}" for c in cells))
 
+    print("\nwhere the trained models stop: answers emitted before END (teacher forced), and the")
+    print("bucket of the distance from that answer to SEP (training: distances <= 20, buckets <= "
+          f"{_bucket(base, 20)}):")  # fmt: skip
+    stops = stop_counts(base, graphdef, params_S)
+    for n, counts in stops.items():
+        shown = sorted(set(counts))
+        print(f"  n = {n}: stops after {shown} answers, SEP distance buckets "
+              f"{sorted({_bucket(base, c) for c in shown})}")  # fmt: skip
     print("\nmean |bias| of the trained rows vs the untrained rows, per layer (over heads, seeds):")
     sizes = []
     for path, x in jax.tree_util.tree_flatten_with_path(params_S)[0]:
@@ -121,6 +157,7 @@ def main() -> None:
                 "exact_match": results,
                 "bias_sizes": sizes,
                 "seeds": args.seeds,
+                "stops": stops,
             },
             indent=1,
         )
