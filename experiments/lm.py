@@ -22,6 +22,10 @@ Command (from the repository root):
 It writes runs/lm/extrapolation_bits_per_byte.png (bits per byte vs evaluation length) and
 heatmap_bits_per_byte.png, summary.md (in distribution, 2x, 4x, 8x) and results.csv.
 
+Since issue 14 the sweep trains 3 seeds (packed) and summary.md sets Press et al.'s claim
+beside the numbers (`paper_vs_here`); the runtime and result below are of the earlier version
+(seed 0) and were not rerun in that change.
+
 Runtime: 13 min 8 s for the CPU preset on the 2-core development machine, shared with other
 jobs (load average 5): 6 trainings of 500 steps (2 layers, d_model 64, 16 windows of 128 bytes
 per step), 50-110 s each, the RoPE one evaluated 5 ways in 303 s; evaluation scores 32 windows

@@ -30,6 +30,17 @@ absolute sinusoidal near zero out of distribution):
 - count_copy, the one task our small model fits with every encoding, agrees on NoPE (97%
   exact match at 21-40) and on RoPE and sinusoidal (near 0). It disagrees on T5 (0% here) and
   finds 25% partial RoPE close behind NoPE (89%). ALiBi is near zero (8%), as in the paper.
+- Why T5 scores 0 on count_copy beyond 20 here (`python scripts/t5_count_copy.py`, 3 seeds,
+  2 min 30 s): not the bucket rows that training never reaches. T5's 32 causal buckets are
+  exact up to distance 15 and log-spaced beyond; training (n <= 20, distances <= 40) reaches
+  buckets 0-23, evaluation at 24-40 adds 24-28, and setting those rows to 0 or to row 23 leaves
+  exact match at 0.00 at every length. What the models do instead: they count, but stop early.
+  At n = 24 every sequence of every seed stops after exactly 21 answers, the first answer whose
+  distance to SEP falls in bucket 18 (training only ever put SEP in buckets <= 17); at n = 32
+  they stop after 28-30, at n = 40 after 32-38. The small model reads "how far back is SEP"
+  through the bias as its stop cue, and that cue changes meaning in buckets it never saw for
+  SEP; NoPE, which has no such cue, has to count by attention averaging and generalizes (.97).
+  Kazemnejad et al.'s much larger T5 decoder (.77) evidently does not rely on it as much.
 - copy and reverse are not fitted in distribution in 500 steps at this size (exact match at
   length 20 is at most 72% for copy and 32% for reverse), so their out-of-distribution numbers
   say little; only ALiBi keeps some copy exact match beyond 20 (21%). The `gpu` preset trains

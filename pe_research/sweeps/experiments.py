@@ -23,8 +23,18 @@ GPU_MODEL = ModelConfig(num_layers=4, d_model=256, num_heads=8, mlp_dim=1024)
 """The model of the `gpu` scale: sized for an accelerator, not for 2 CPU cores."""
 GPU_TRAIN = TrainConfig(steps=5000, batch_size=128, train_length=32, learning_rate=5e-4)
 """The training of the `gpu` scale."""
+CPU_TRAIN = TrainConfig(
+    steps=2000,
+    train_length=16,
+    length_buckets=4,
+    stop_when_fit=True,
+    fit_check_every=100,
+    log_every=100,
+)
+"""The `cpu` scale's training: until fit (exact match >= 0.95 at the training length, checked
+every 100 steps), at most 2,000 steps, lengths drawn in 4 stratified buckets."""
 STANDARD_SCALES = {
-    "cpu": (ModelConfig(), TrainConfig(steps=500, train_length=16)),
+    "cpu": (ModelConfig(), CPU_TRAIN),
     "gpu": (GPU_MODEL, GPU_TRAIN),
 }
 """(model, train) per scale for experiments on 1-D tasks at the standard training lengths."""
