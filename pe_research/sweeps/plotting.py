@@ -211,12 +211,14 @@ def steps_to_fit_figure(rows: Iterable[dict[str, Any]]) -> Figure:
             if never:
                 ax.plot([x] * len(never), never, "o", mfc="none", color=colors[enc], ms=7,
                         label="not fit by the cap" if x == 0 else None)  # fmt: skip
-                ax.annotate("not fit", (x, max(never)), ha="center", va="bottom", fontsize=7,
-                            xytext=(0, 5), textcoords="offset points")  # fmt: skip
+                ax.annotate("not fit", (x, max(never)), ha="center", va="top", fontsize=7,
+                            xytext=(0, -8), textcoords="offset points")  # fmt: skip
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
         ax.set_title(task)
         ax.grid(alpha=0.3, axis="y")
-    axes[0][0].set_ylabel("training steps to fit (exact match at train length)")
+    caps = [cap for t in seeds.values() for e in t.values() for _, cap in e.values()]
+    axes[0][0].set_ylim(0, 1.08 * max(caps))
+    axes[0][0].set_ylabel("steps to fit")
     fig.tight_layout()
     return fig
 
