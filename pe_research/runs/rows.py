@@ -20,10 +20,10 @@ CSV_COLUMNS = (
 )  # fmt: skip
 """Columns of results.csv: the run's labels, every metric of `metrics.METRICS`, and more. `fit`:
 whether the run learned its task (exact match at the training length >= train.fit_threshold;
-empty for tasks without exact match, such as byte_lm); `fit_step`: the first fit check that found
-it fit (runs trained with train.stop_when_fit; empty otherwise). A failed
-run has one row per evaluation length with empty metrics and its `failed_step`; `code` is the
-run's `code_version`; `bits_per_byte` is set for byte-level text (byte_lm) only; `data` is what
+empty for tasks without exact match, such as byte_lm); `fit_step`: the first fit check that
+found it fit (runs trained with train.stop_when_fit; empty otherwise). A failed run has one row
+per evaluation length with empty metrics and its `failed_step`; `code` is the run's
+`code_version`; `bits_per_byte` is set for byte-level text (byte_lm) only; `data` is what
 evaluation scored (a built set, a corpus split, or samples)."""
 
 
@@ -68,12 +68,13 @@ def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
         cfg = load_config(run_dir)
         rows = read_jsonl(Path(run_dir) / EVAL)
         fit = fit_verdict(cfg, rows)
-        at = [r["exact_match"] for r in rows if r.get("length") == cfg.fit_length]
         labels = {
             **_labels(run_dir, cfg),
             "fit": fit,
             "fit_step": first_fit_step(run_dir, cfg),
-            "fit_exact_match": at[0] if fit is not None else None,
+            "fit_exact_match": None
+            if fit is None
+            else next(r["exact_match"] for r in rows if r.get("length") == cfg.fit_length),
             "fit_checked": cfg.train.stop_when_fit,
             "fit_threshold": cfg.train.fit_threshold,
             "steps_cap": cfg.train.steps,

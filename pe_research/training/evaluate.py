@@ -103,7 +103,8 @@ def make_fit_check(cfg: RunConfig, graphdef: nnx.GraphDef):
 
     The sequences, positions and compiled program are those that `evaluate_packed` scores that
     length with, so a model the check finds fit is the model evaluation finds fit: the check is
-    the fit verdict taken during training. Compiled here, before training starts.
+    the fit verdict taken during training. Compiled at its first call; with the persistent
+    compilation cache on, evaluation then finds that program in the cache.
     """
     eval_fn = make_eval_fn(cfg, graphdef)
     n = cfg.fit_length
