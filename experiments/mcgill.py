@@ -31,6 +31,20 @@ mean +- std over 3 seeds; in brackets, in-distribution token accuracy:
     rope 25%      .01+-.00 / .00+-.00 [.75]     1.0+-.00 / .89+-.04      .00 / .00 [.55]
     sinusoidal    .11+-.19 / .00+-.00 [.86]     1.0+-.00 / .02+-.02      .11 / .00 [.86]
 
+Paper vs here on count_copy (exact match at 21-40 in the paper, mean over 24-40 here; earlier
+preset, 3 seeds; fit: seeds with exact match >= .95 at 20, where the table above allows telling):
+
+    encoding     paper   here          fit here
+    nope         .99     .97 +- .03    3/3
+    t5           .77     .00 +- .00    3/3
+    alibi        .29     .08 +- .08    2-3 of 3 (.98 +- .04 at 20)
+    rope         .00     .00 +- .01    not all (.77 +- .20 at 20)
+    sinusoidal   .00     .02 +- .02    3/3
+
+Verdict: the order agrees (NoPE first, RoPE and sinusoidal at 0, ALiBi low) except for T5,
+which the paper puts second and which fails completely here; scripts/t5_count_copy.py shows why
+(below). A sweep with the current preset prints this table with exact fit counts.
+
 Next to the paper (Kazemnejad et al. report NoPE and T5 bias well ahead of ALiBi, with RoPE and
 absolute sinusoidal near zero out of distribution):
 - count_copy, the one task our small model fits with every encoding, agrees on NoPE (97%
