@@ -63,29 +63,17 @@ earlier recipe, each trained until fit; exact match at 16, and @N the first fit 
 """
 
 from pe_research import encodings, tasks
-from pe_research.config import ModelConfig, RunConfig, TrainConfig
+from pe_research.config import RunConfig
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
 
 ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
 TASKS = ["copy", "reverse", "offset"]
-MODEL = ModelConfig(num_layers=4)
-"""4 layers, d_model 64, 4 heads: NoPE needs the depth to work out positions (2 layers reach .22
-exact match on copy in 3,000 steps, 4 layers fit it)."""
-TRAIN = TrainConfig(
-    steps=4000,
-    train_length=16,
-    learning_rate=1e-3,
-    length_buckets=4,
-    stop_when_fit=True,
-    fit_check_every=100,
-    log_every=100,
-)
-"""Until fit (exact match >= 0.95 at 16 symbols, checked every 100 steps), at most 4,000 steps;
-lengths 1-16 drawn in 4 stratified buckets, each padded to its own width."""
 
 
 def runs() -> list[RunConfig]:
     return [
-        RunConfig(task=tasks.get(task), encoding=encodings.get(encoding), model=MODEL, train=TRAIN)
+        RunConfig(task=tasks.get(task), encoding=encodings.get(encoding), model=FIT_MODEL,
+                  train=FIT_TRAIN)
         for task in TASKS
         for encoding in ENCODINGS
-    ]
+    ]  # fmt: skip

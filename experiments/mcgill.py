@@ -70,9 +70,9 @@ absolute sinusoidal near zero out of distribution):
 import dataclasses
 
 from pe_research import encodings, tasks
-from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.config import EvalConfig, RunConfig
 from pe_research.sweeps import summary
-from pe_research.sweeps.experiments import GPU_MODEL, gpu_train
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, GPU_MODEL, gpu_train
 
 ENCODINGS = [
     encodings.get("nope"),
@@ -86,18 +86,7 @@ TASKS = ["copy", "count_copy", "reverse"]
 SEEDS = (0, 1, 2)
 SCALES = {
     # The main job's recipe (experiments/default.py) at training length 20: until fit.
-    "cpu": (
-        ModelConfig(num_layers=4),
-        TrainConfig(
-            steps=4000,
-            train_length=20,
-            learning_rate=1e-3,
-            length_buckets=4,
-            stop_when_fit=True,
-            fit_check_every=100,
-            log_every=100,
-        ),
-    ),
+    "cpu": (FIT_MODEL, dataclasses.replace(FIT_TRAIN, train_length=20)),
     "gpu": (
         dataclasses.replace(GPU_MODEL, num_layers=6),
         gpu_train(train_length=20, warmup_steps=500),

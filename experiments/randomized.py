@@ -109,8 +109,7 @@ def paper_vs_here(rows: list[dict]) -> str:
     points over the pairs where both runs fit, next to the paper's."""
     lengths = sorted({r["length"] for r in rows if r["length"] > r["train_length"]})
     means = summary.per_run_means(rows, "token_accuracy", lengths)
-    ways = {"contiguous": "", "randomized, eval randomized": None,
-            "randomized, eval contiguous": None}  # fmt: skip
+    ways = ("contiguous", "randomized, eval randomized", "randomized, eval contiguous")
     lines = [
         f"Ruoss et al. 2023: randomized positions raise accuracy beyond the training length by "
         f"+{PAPER_GAIN} points on average. Here: token accuracy over lengths "
@@ -121,40 +120,37 @@ def paper_vs_here(rows: list[dict]) -> str:
         "|---" * (len(ways) + 4) + "|",
     ]
     gains: dict[str, list[float]] = {"train": [], "contiguous": []}
-    for task in sorted({t for t, _ in means}):
-        for name in sorted({e.split(" + ")[0] for t, e in means if t == task}):
-            series = {
-                "contiguous": means.get((task, name), []),
-                "randomized, eval randomized": next(
-                    (v for (t, e), v in means.items() if t == task
-                     and e.startswith(f"{name} + randomized") and e.endswith("eval randomized")),
-                    [],
-                ),
-                "randomized, eval contiguous": next(
-                    (v for (t, e), v in means.items() if t == task
-                     and e.startswith(f"{name} + randomized")
-                     and not e.endswith("eval randomized")),
-                    [],
-                ),
-            }  # fmt: skip
-            cells, fit_means = [], {}
-            for way, values in series.items():
-                fit = [m for m, f in values if f]
-                cells.append(
-                    f"{summary.mean_and_spread([m for m, _ in values])} ({len(fit)}/{len(values)})"
-                    if values else "-"
-                )  # fmt: skip
-                if fit:
-                    fit_means[way] = statistics.fmean(fit)
-            for key, way in (("train", "randomized, eval randomized"),
-                             ("contiguous", "randomized, eval contiguous")):  # fmt: skip
-                if way in fit_means and "contiguous" in fit_means:
-                    gain = 100 * (fit_means[way] - fit_means["contiguous"])
-                    gains[key].append(gain)
-                    cells.append(f"{gain:+.1f}")
-                else:
-                    cells.append("- (none fit)")
-            lines.append(f"| {task} | {name} | " + " | ".join(cells) + " |")
+    by_way: dict[tuple[str, str], dict[str, list]] = {}
+    for (task, label), values in means.items():
+        # Series labels: "rope", "rope + randomized(...)", "rope + randomized(...), eval randomized"
+        name, _, sampler = label.partition(" + ")
+        if not sampler:
+            way = "contiguous"
+        elif sampler.endswith("eval randomized"):
+            way = "randomized, eval randomized"
+        else:
+            way = "randomized, eval contiguous"
+        by_way.setdefault((task, name), {})[way] = values
+    for task, name in sorted(by_way):
+        series = {way: by_way[(task, name)].get(way, []) for way in ways}
+        cells, fit_means = [], {}
+        for way, values in series.items():
+            fit = [m for m, f in values if f]
+            cells.append(
+                f"{summary.mean_and_spread([m for m, _ in values])} ({len(fit)}/{len(values)})"
+                if values else "-"
+            )  # fmt: skip
+            if fit:
+                fit_means[way] = statistics.fmean(fit)
+        for key, way in (("train", "randomized, eval randomized"),
+                         ("contiguous", "randomized, eval contiguous")):  # fmt: skip
+            if way in fit_means and "contiguous" in fit_means:
+                gain = 100 * (fit_means[way] - fit_means["contiguous"])
+                gains[key].append(gain)
+                cells.append(f"{gain:+.1f}")
+            else:
+                cells.append("- (none fit)")
+        lines.append(f"| {task} | {name} | " + " | ".join(cells) + " |")
     lines.append("")
     for key, text in (("train", "evaluated with randomized positions"),
                       ("contiguous", "evaluated with contiguous positions")):  # fmt: skip

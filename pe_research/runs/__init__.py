@@ -46,13 +46,14 @@ from pe_research.runs.rows import (
     is_failed_row,
     is_unfit_series,
     mark_unfit,
+    series_order,
     write_csv,
 )
 
 __all__ = [
     "CHECKPOINTS", "CONFIG", "CSV_COLUMNS", "DONE", "EVAL", "FAILED", "GENERALIZATION_MULTIPLES",
     "FIT", "LOCK", "METRICS", "UNFIT", "fit_verdict", "first_fit_step", "is_unfit_series",
-    "mark_unfit", "in_distribution_length", "is_failed_row",
+    "mark_unfit", "series_order", "in_distribution_length", "is_failed_row",
     "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
     "eval_rows", "failed_rows", "failure", "find_runs", "is_done", "is_failed", "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",

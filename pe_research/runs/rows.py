@@ -141,3 +141,8 @@ def mark_unfit(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def is_unfit_series(name: str) -> bool:
     return name.endswith(UNFIT)
+
+
+def series_order(name: str) -> tuple[bool, str]:
+    """Sort key of series in tables and plots: the fit series first, then the unfit ones."""
+    return is_unfit_series(name), name

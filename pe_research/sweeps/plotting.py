@@ -49,11 +49,6 @@ def _check(rows: Iterable[dict[str, Any]], metric: str) -> list[dict[str, Any]]:
     return runs.mark_unfit(rows)
 
 
-def _order(name: str) -> tuple[bool, str]:
-    """Fit series first, then the unfit ones."""
-    return runs.is_unfit_series(name), name
-
-
 def _base(name: str) -> str:
     """The encoding of a series: an unfit run keeps the colour of its encoding."""
     return name.removesuffix(runs.UNFIT)
@@ -100,7 +95,7 @@ def extrapolation_figure(
     encodings = sorted({_base(enc) for t in table.values() for enc in t})
     colors = {enc: matplotlib.colormaps["tab10"](i % 10) for i, enc in enumerate(encodings)}
     for ax, task in zip(axes[0], task_names, strict=True):
-        for enc in sorted(table[task], key=_order):
+        for enc in sorted(table[task], key=runs.series_order):
             by_length = table[task][enc]
             lengths = np.array(sorted(by_length))
             values = [np.asarray(by_length[n]) for n in lengths]
@@ -155,7 +150,7 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT
     bounded = metrics.METRICS[metric].bounded
     vmin, vmax = (0.0, 1.0) if bounded else (np.nanmin(values), np.nanmax(values))
     for ax, task in zip(axes[0], task_names, strict=True):
-        encodings = sorted(table[task], key=_order)
+        encodings = sorted(table[task], key=runs.series_order)
         lengths = sorted({n for by_length in table[task].values() for n in by_length})
         mean_EN = np.full((len(encodings), len(lengths)), np.nan)
         for e, enc in enumerate(encodings):

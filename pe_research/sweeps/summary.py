@@ -108,11 +108,6 @@ def _mean(values: list[float]) -> str:
     return f"{sum(values) / len(values):.3f}"
 
 
-def _series_order(name: str) -> tuple[bool, str]:
-    """Fit series first, then the unfit ones (see runs.mark_unfit)."""
-    return runs.is_unfit_series(name), name
-
-
 def summary_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC) -> str:
     """Text table per task: encodings x evaluation lengths, mean over seeds; a failed run shows
     as failed@step N (or marks the mean of the other seeds with *). Runs that did not fit are
@@ -139,7 +134,7 @@ def summary_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METR
         col = max(7, *(len(t) + 1 for ts in texts.values() for t in ts))
         out.append(f"{task}: {metric} by evaluation length")
         out.append("encoding".ljust(width) + "".join(f"{n:>{col}}" for n in lengths))
-        for enc in sorted(cells[task], key=_series_order):
+        for enc in sorted(cells[task], key=runs.series_order):
             out.append(enc.ljust(width) + "".join(f"{t:>{col}}" for t in texts[enc]))
         out.append("")
     if any(runs.is_unfit_series(e) for task in cells.values() for e in task):
@@ -160,14 +155,14 @@ def per_length_tables(rows: list[dict[str, Any]]) -> str:
     return "\n".join(summary_table(rows, m) for m in shown)
 
 
-def mean_and_spread(values: list[float]) -> str:
-    """Mean, then the sample std (3+ values) or [min, max] (2 values)."""
+def mean_and_spread(values: list[float], digits: int = 3) -> str:
+    """Mean, then the sample std (3+ values) or [min, max] (2 values), to `digits` decimals."""
     mean = statistics.fmean(values)
     if len(values) == 1:
-        return f"{mean:.3f}"
+        return f"{mean:.{digits}f}"
     if len(values) == 2:
-        return f"{mean:.3f} [{min(values):.3f}, {max(values):.3f}]"
-    return f"{mean:.3f} ± {statistics.stdev(values):.3f}"
+        return f"{mean:.{digits}f} [{min(values):.{digits}f}, {max(values):.{digits}f}]"
+    return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 def _markdown(header: list[str], body: list[list[str]]) -> list[str]:
@@ -203,7 +198,7 @@ def _generalization_body(
         if row.get("fit_exact_match") is not None:
             fit_scores[key][row["run"]] = row["fit_exact_match"]
     body, notes = [], []
-    for key in sorted(cells, key=lambda k: (k[0], _series_order(k[1]), k[2])):
+    for key in sorted(cells, key=lambda k: (k[0], runs.series_order(k[1]), k[2])):
         task, encoding, train_length = key
         by_length = cells[key]
         n_in = in_distribution_length(set(by_length), train_length)
@@ -302,15 +297,6 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAU
     return "\n".join([*out, *notes, *unfit_notes]) + "\n"
 
 
-def _steps_text(steps: list[int]) -> str:
-    mean = statistics.fmean(steps)
-    if len(steps) == 1:
-        return f"{mean:.0f}"
-    if len(steps) == 2:
-        return f"{mean:.0f} [{min(steps)}, {max(steps)}]"
-    return f"{mean:.0f} ± {statistics.stdev(steps):.0f}"
-
-
 def steps_to_fit_table(rows: list[dict[str, Any]]) -> str:
     """Markdown table of sample efficiency, for runs trained with train.stop_when_fit: per task
     x encoding, the first step at which each seed was fit (mean and spread over the seeds that
@@ -328,7 +314,7 @@ def steps_to_fit_table(rows: list[dict[str, Any]]) -> str:
             [
                 *key,
                 f"{len(fit)}/{len(steps[key])}",
-                _steps_text(fit) if fit else "never",
+                mean_and_spread(fit, digits=0) if fit else "never",
                 "/".join(str(c) for c in sorted(caps[key])),
             ]
         )

@@ -12,6 +12,7 @@ reproduces that prefix step by step, and the first wrong greedy token is a teach
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -73,11 +74,14 @@ def eval_inputs(
     return batch, cfg.eval_sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
 
 
+@functools.lru_cache(maxsize=16)
 def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
     """jit(params_S, root_key, length, pad_to=static, batch=None) -> metrics of each of S
     packed models, on `batch` (a built set's, padded to pad_to) or else a sampled one.
 
-    Compiles once per `pad_to`; all S models are scored on the same batch. For byte-level text
+    Compiles once per `pad_to`; all S models are scored on the same batch. One function per
+    (cfg, graphdef), kept: the fit check during training and the evaluation after it share
+    their compiled program for the training length. For byte-level text
     (byte_lm) the metrics include bits per byte: the loss in bits, as each token is one byte.
     """
     task = cfg.task
@@ -103,8 +107,8 @@ def make_fit_check(cfg: RunConfig, graphdef: nnx.GraphDef):
 
     The sequences, positions and compiled program are those that `evaluate_packed` scores that
     length with, so a model the check finds fit is the model evaluation finds fit: the check is
-    the fit verdict taken during training. Compiled at its first call; with the persistent
-    compilation cache on, evaluation then finds that program in the cache.
+    the fit verdict taken during training. Compiled at its first call; evaluation then reuses
+    that program (`make_eval_fn` keeps it).
     """
     eval_fn = make_eval_fn(cfg, graphdef)
     n = cfg.fit_length
