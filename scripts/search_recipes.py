@@ -36,6 +36,8 @@ from pe_research.config import ModelConfig, RunConfig, TrainConfig  # noqa: E402
 TASKS = ["copy", "reverse", "offset"]  # offset: k = 3
 ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
 
+DEEP, BUCKETS = dict(num_layers=4), dict(length_buckets=4)
+
 # name -> (model changes, train changes); every recipe trains until fit, checked every 100 steps.
 RECIPES: dict[str, tuple[dict, dict]] = {
     # The main job's recipe before this search: 500 steps, one length bucket.
@@ -48,6 +50,14 @@ RECIPES: dict[str, tuple[dict, dict]] = {
     "big-batch": ({}, dict(steps=3000, length_buckets=4, batch_size=128)),
     "hot": ({}, dict(steps=3000, length_buckets=4, learning_rate=1e-2, warmup_steps=200)),
     "cool": ({}, dict(steps=3000, length_buckets=4, learning_rate=1e-3)),
+    # Round 2, for the 10-minute target: the main job's model (deep), trained in fewer steps or
+    # cheaper ones. deep-hot2k became the main job's recipe.
+    "deep-2e3": (DEEP, dict(steps=3000, learning_rate=2e-3, warmup_steps=100, **BUCKETS)),
+    "deep-hot": (DEEP, dict(steps=3000, learning_rate=3e-3, warmup_steps=200, **BUCKETS)),
+    "deep-hot2k": (DEEP, dict(steps=2000, learning_rate=3e-3, warmup_steps=200, **BUCKETS)),
+    "deep-5e3": (DEEP, dict(steps=2000, learning_rate=5e-3, warmup_steps=300, **BUCKETS)),
+    "deep-hot1500": (DEEP, dict(steps=1500, learning_rate=3e-3, warmup_steps=150, **BUCKETS)),
+    "deep-b32": (DEEP, dict(steps=6000, learning_rate=1e-3, batch_size=32, **BUCKETS)),
 }
 
 

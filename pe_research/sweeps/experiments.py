@@ -44,16 +44,21 @@ FIT_MODEL = ModelConfig(num_layers=4)
 """The main job's model (experiments/default.py): 4 layers, d_model 64, 4 heads. NoPE needs the
 depth to work out positions (2 layers reach .22 exact match on copy in 3,000 steps, 4 fit it)."""
 FIT_TRAIN = TrainConfig(
-    steps=4000,
+    steps=2000,
     train_length=16,
-    learning_rate=1e-3,
+    learning_rate=3e-3,
+    warmup_steps=200,
     length_buckets=4,
     stop_when_fit=True,
     fit_check_every=100,
     log_every=100,
 )
 """The main job's training: until fit (exact match >= 0.95 at the training length, checked
-every 100 steps), at most 4,000 steps, lengths drawn in 4 stratified buckets."""
+every 100 steps), at most 2,000 steps, lr 3e-3 after 200 warm-up steps, cosine decay over the
+2,000, lengths drawn in 4 stratified buckets. Models fit as the learning rate anneals, so the cap
+sets when: at cap 2,000 the main job's runs fit by 100-1,900 steps, at cap 4,000 and lr 1e-3
+they needed up to 3,300, and at cap 1,500 the hardest runs no longer fit (scripts/search_recipes.py,
+table in experiments/default.py)."""
 
 
 def gpu_train(**changes) -> TrainConfig:
