@@ -123,9 +123,20 @@ def extrapolation_figure(
             ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(metrics.METRICS[metric].label)
+    # Every panel's series (an unfit run may be in one task only), once each, chance last.
     # Beside the panels, not over them, the figure widened to hold it: labels with
     # evaluation-time scalings are long.
-    legend = axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    handles = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    labels = sorted(set(handles) - {"chance"}, key=runs.series_order) + ["chance"] * (
+        "chance" in handles
+    )
+    legend = axes[0][-1].legend(
+        [handles[label] for label in labels], labels, fontsize=8, loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+    )  # fmt: skip
     legend_width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
     fig.set_figwidth(fig.get_figwidth() + legend_width)
     fig.tight_layout()
