@@ -61,3 +61,7 @@ def test_paper_vs_here_reads_the_rows_of_its_own_runs(name):
     text = module.paper_vs_here(rows)
     assert "not run" not in text and "no pair fit" not in text
     assert len(text.splitlines()) > 5
+    if name == "mcgill":  # the reciprocal ranks cover the tasks that have rows, and only those
+        assert "here: copy, count_copy, reverse, ranked" in text
+        partial = module.paper_vs_here([r for r in rows if r["task"] == "count_copy"])
+        assert "| count_copy | nope " in partial and "reciprocal rank" not in partial
