@@ -1,6 +1,6 @@
 """Why does T5's relative bias score 0 on count_copy beyond the training length here?
 
-    python scripts/t5_count_copy.py [--out runs/t5_count_copy] [--seeds 0 1 2]
+    python scripts/t5_count_copy.py [--out runs/t5_count_copy] [--seeds 0 1 2] [--preset fit]
 
 Kazemnejad et al. (2023) report T5 at .77 exact match on count_copy at lengths 21-40 after
 training on <= 20; `pe-research sweep mcgill` gets 1.0 in distribution and 0.00 beyond. This
@@ -38,6 +38,7 @@ from flax import nnx
 from pe_research import encodings, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.encodings.bias import t5_relative_bucket
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
 from pe_research.tasks import bucket
 from pe_research.training import evaluate
 
@@ -96,13 +97,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/t5_count_copy"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=500, help="step cap (McGill CPU: 500)")
+    parser.add_argument("--steps", type=int, default=500, help="step cap of --preset earlier")
+    parser.add_argument(
+        "--preset", choices=["earlier", "fit"], default="earlier",
+        help="earlier: the McGill CPU preset before issue 14 (2 layers, 500 steps, batch 32); "
+        "fit: today's (4 layers, the main job's recipe until fit, at training length 20)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.preset == "fit":
+        model, training = FIT_MODEL, dataclasses.replace(FIT_TRAIN, train_length=20)
+    else:
+        model = ModelConfig()
+        training = TrainConfig(steps=args.steps, batch_size=32, train_length=20)
     base = RunConfig(
         task=tasks.get("count_copy"),
         encoding=encodings.get("t5"),
-        model=ModelConfig(),
-        train=TrainConfig(steps=args.steps, batch_size=32, train_length=20),
+        model=model,
+        train=training,
         eval=EvalConfig(lengths=LENGTHS),
     )
     cfgs = [dataclasses.replace(base, seed=s) for s in args.seeds]
