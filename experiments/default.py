@@ -17,9 +17,10 @@ Runtime: 15 min 9 s on the 2-core CPU development machine with an empty compilat
 2 workers, alone on it (2026-11-30, fp32 matmul peak measured at 125 GFLOP/s that day). The
 15 runs trained 19,200 steps in all; compiling the training step (4 length buckets, 4 layers)
 took 18-29 s per run, 5.6 of the 30 process-minutes. That is 1.5x the 10 minutes we aimed for,
-and the floor is close: a step of reverse takes 53 ms on both cores and 81 ms on one (so two
-workers train 1.3x faster than one, not 2x), which puts the 19,200 steps alone at about 12
-minutes. Getting under 10 needs runs that fit in fewer steps, not a faster pipeline.
+and the floor is close: a step of reverse (batch 64 over 1-16 symbols in 4 buckets, as
+training draws it) takes 53 ms on both cores and 81 ms on one (so two workers train 1.3x faster
+than one, not 2x), which puts the 19,200 steps alone at about 12 minutes. Getting under 10
+needs runs that fit in fewer steps, not a faster pipeline.
 
 Result: 14 of 15 runs fit. Token accuracy at 2x / 8x the training length and the first fit
 step (every fit run has token accuracy >= .99 at 1x); the unfit run with its exact match at 16:

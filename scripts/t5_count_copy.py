@@ -97,7 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/t5_count_copy"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=500, help="step cap of --preset earlier")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="step cap (default: the preset's, 500 or 2,000)"
+    )
     parser.add_argument(
         "--preset", choices=["earlier", "fit"], default="earlier",
         help="earlier: the McGill CPU preset before issue 14 (2 layers, 500 steps, batch 32); "
@@ -107,8 +109,9 @@ def main() -> None:
     if args.preset == "fit":
         model, training = FIT_MODEL, dataclasses.replace(FIT_TRAIN, train_length=20)
     else:
-        model = ModelConfig()
-        training = TrainConfig(steps=args.steps, batch_size=32, train_length=20)
+        model, training = ModelConfig(), TrainConfig(steps=500, batch_size=32, train_length=20)
+    if args.steps is not None:
+        training = dataclasses.replace(training, steps=args.steps)
     base = RunConfig(
         task=tasks.get("count_copy"),
         encoding=encodings.get("t5"),

@@ -16,14 +16,8 @@ import jax  # noqa: E402
 jax.config.update("jax_numpy_rank_promotion", "raise")
 # Many tests compile the same tiny programs again (each train() jits a fresh closure). A
 # compilation cache private to this test session dedupes them without tying a test run to any
-# earlier one. The pytest-xdist workers of one session share it (they have one test-run id), and
-# subprocess tests inherit it through the environment.
-_run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-if _run_id:
-    _cache = os.path.join(tempfile.gettempdir(), f"pe_research_test_jax_cache_{_run_id}")
-    os.makedirs(_cache, exist_ok=True)
-else:
-    _cache = tempfile.mkdtemp(prefix="pe_research_test_jax_cache_")
+# earlier one. Subprocess tests inherit it through the environment.
+_cache = tempfile.mkdtemp(prefix="pe_research_test_jax_cache_")
 os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"

@@ -130,9 +130,7 @@ def extrapolation_figure(
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-    labels = sorted(set(handles) - {"chance"}, key=runs.series_order) + ["chance"] * (
-        "chance" in handles
-    )
+    labels = sorted(handles, key=lambda label: (label == "chance", runs.series_order(label)))
     legend = axes[0][-1].legend(
         [handles[label] for label in labels], labels, fontsize=8, loc="upper left",
         bbox_to_anchor=(1.02, 1.0),
