@@ -52,22 +52,34 @@ vs randomized positions from [0, 256)):
   steps, 5 layers); their reported gains are on fitted models, which these are not.
 """
 
+import dataclasses
 import statistics
 
 from pe_research import encodings, positions, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.sweeps import summary
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
 
 ENCODINGS = ["sinusoidal", "learned", "rope", "alibi"]
 TASKS = ["reverse", "duplicate"]
 SEEDS = (0, 1, 2)
+ENCODER = dataclasses.replace(FIT_MODEL, causal=False)
 SCALES = {
-    "cpu": dict(train_length=16, lengths=(16, 24, 32, 48, 64), max_pos=256, steps=500,
-                model=ModelConfig(causal=False)),
+    # The main job's recipe (4 layers, lr 3e-3, 4 buckets, until fit, at most 2,000 steps) as a
+    # bidirectional encoder.
+    "cpu": dict(train_length=16, lengths=(16, 24, 32, 48, 64), max_pos=256, model=ENCODER,
+                train=FIT_TRAIN),
+    # The same with a 6,000-step cap (cosine decay over 6,000), for encoders that need longer.
+    "long": dict(train_length=16, lengths=(16, 24, 32, 48, 64), max_pos=256, model=ENCODER,
+                 train=dataclasses.replace(FIT_TRAIN, steps=6000)),
+    # The preset before issue 14 (2 layers, 500 steps), whose numbers the docstring keeps.
+    "earlier": dict(train_length=16, lengths=(16, 24, 32, 48, 64), max_pos=256,
+                    model=ModelConfig(causal=False),
+                    train=TrainConfig(steps=500, batch_size=32, train_length=16)),
     "gpu": dict(train_length=40, lengths=(40, 60, 80, 120, 160, 250, 500), max_pos=2048,
-                steps=10000,
                 model=ModelConfig(num_layers=5, d_model=64, num_heads=8, mlp_dim=256,
-                                  causal=False)),
+                                  causal=False),
+                train=TrainConfig(steps=10000, batch_size=32, train_length=40)),
 }  # fmt: skip
 
 
@@ -85,7 +97,7 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
                 name, **({"max_positions": s["max_pos"]} if name == "learned" else {})
             ),
             model=s["model"],
-            train=TrainConfig(steps=s["steps"], batch_size=32, train_length=s["train_length"]),
+            train=dataclasses.replace(s["train"], train_length=s["train_length"]),
             eval=EvalConfig(lengths=s["lengths"], positions=eval_positions),
             positions=sampler,
             seed=seed,

@@ -73,6 +73,7 @@ def sweep(
     checkpoint_every: int = 100,
     workers: int = 1,
     summarize: bool = True,
+    tasks: tuple[str, ...] = (),
 ) -> None:
     """Run every config of an experiment (skipping finished runs), print tables, write results.
 
@@ -89,6 +90,8 @@ def sweep(
     finished (a rerun skips it, as it would fail the same way) unless --retry-failed.
     --workers N trains with N processes on this machine (compilation is single-threaded, so on a
     small CPU one compiles while another trains); --no-summarize trains and writes no tables.
+    --tasks copy reverse runs only those tasks' runs of the experiment (same run directories;
+    the tables and files then cover those tasks).
     """
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}: give a number of processes.")
@@ -105,6 +108,7 @@ def sweep(
         checkpoint_every=checkpoint_every,
         workers=workers,
         summarize=summarize,
+        tasks=tasks or None,
     )
 
 

@@ -36,6 +36,16 @@ def test_unknown_scale_names_the_presets():
         experiments.experiment_runs(module, "tpu")
 
 
+def test_tasks_keeps_only_those_tasks_in_the_whole_sweeps_directories():
+    module = experiments.load_experiment(str(ROOT / "experiments" / "mcgill.py"))
+    every = experiments.experiment_runs(module)
+    some = experiments.experiment_runs(module, tasks=["copy", "reverse"])
+    assert {c.task.name for c in some} == {"copy", "reverse"}
+    assert some == [c for c in every if c.task.name != "count_copy"]
+    with pytest.raises(ValueError, match="no runs of task.s. add; its tasks are: copy, count_"):
+        experiments.experiment_runs(module, tasks=["copy", "add"])
+
+
 @pytest.mark.parametrize("name", ["mcgill", "randomized", "lm", "prope"])
 def test_paper_vs_here_reads_the_rows_of_its_own_runs(name):
     """Each reproduction's "paper vs here" section finds its runs among rows labelled as a sweep

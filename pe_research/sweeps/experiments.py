@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import inspect
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -86,8 +87,11 @@ def load_experiment(name_or_path: str) -> ModuleType:
     return module
 
 
-def experiment_runs(module: ModuleType, scale: str | None = None) -> list[RunConfig]:
-    """The experiment's run configs; `scale` picks a preset of runs(scale=...) (e.g. "gpu")."""
+def experiment_runs(
+    module: ModuleType, scale: str | None = None, tasks: Sequence[str] | None = None
+) -> list[RunConfig]:
+    """The experiment's run configs; `scale` picks a preset of runs(scale=...) (e.g. "gpu");
+    `tasks` keeps only the runs of those tasks (by name)."""
     if scale is None:
         configs = list(module.runs())
     elif "scale" in inspect.signature(module.runs).parameters:
@@ -113,4 +117,12 @@ def experiment_runs(module: ModuleType, scale: str | None = None) -> list[RunCon
             raise ValueError(
                 f"{module.__file__}: runs() returned {type(cfg).__name__}, expected RunConfig."
             )
+    if tasks:
+        known = sorted({cfg.task.name for cfg in configs})
+        if unknown := sorted(set(tasks) - set(known)):
+            raise ValueError(
+                f"{module.__file__} has no runs of task(s) {', '.join(unknown)}; its tasks are: "
+                f"{', '.join(known)}. Pass some of those to --tasks, or drop it for all."
+            )
+        configs = [cfg for cfg in configs if cfg.task.name in tasks]
     return configs

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import jax
@@ -294,6 +295,7 @@ def run_experiment(
     checkpoint_every: int = train.CHECKPOINT_EVERY,
     workers: int = 1,
     summarize: bool = True,
+    tasks: Sequence[str] | None = None,
 ) -> tuple[SweepResult, list[Path]]:
     """Run an experiment file (`pe-research sweep`), print its tables, and once every run is
     finished write results.csv, summary.md and the figures; returns (what the sweep did, the
@@ -301,7 +303,8 @@ def run_experiment(
 
     `experiment` is a name in ./experiments/ or a path; `out` defaults to runs/<name> (with
     -<scale> for a scale); `metric` to the experiment's METRIC, else token_accuracy; `shard`
-    to (process index, process count) of the JAX job.
+    to (process index, process count) of the JAX job; `tasks` (names) keeps only those tasks'
+    runs, in the same run directories as the whole sweep's.
 
     `workers` > 1 starts that many processes in all on this machine (this one and workers - 1
     started here, logging to OUT/worker-I.log), each claiming the next unclaimed group of runs:
@@ -311,7 +314,7 @@ def run_experiment(
     module = experiments.load_experiment(experiment)
     metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
     out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
-    configs = experiments.experiment_runs(module, scale)
+    configs = experiments.experiment_runs(module, scale, tasks)
     if workers > 1 and (shard is not None or jax.process_count() > 1):
         raise ValueError(
             "--workers starts processes on this machine that share the whole sweep; it does not "
@@ -326,6 +329,7 @@ def run_experiment(
             command += (["--scale", scale] if scale else []) + (
                 ["--retry-failed"] if retry_failed else []
             )
+            command += ["--tasks", *tasks] if tasks else []
             out.mkdir(parents=True, exist_ok=True)
             log = open(out / f"worker-{i}.log", "w")
             helpers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log))
