@@ -231,7 +231,7 @@ def test_llama3_golden():
 
 def test_scaling_errors_name_the_problem():
     with pytest.raises(ValueError, match="Known types: linear.*llama3 .needs factor"):
-        rope_frequencies(8, scaling={"rope_type": "longrope", "factor": 2.0})
+        rope_frequencies(8, scaling={"rope_type": "lineer", "factor": 2.0})
     with pytest.raises(ValueError, match="missing key 'original_max_position_embeddings'"):
         rope_frequencies(8, scaling={"rope_type": "yarn", "factor": 2.0})
     with pytest.raises(ValueError, match="missing key 'factor'"):

@@ -26,8 +26,9 @@ from pe_research.encodings.base import Dims, Encoding
 from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
 from pe_research.encodings.contextual import CoPE
 from pe_research.encodings.learned_bias import FIRE, TransformerXL
+from pe_research.encodings.mrope import MRoPE
 from pe_research.encodings.rope_scaling import RopeScaling
-from pe_research.encodings.rotary import RoPE, RoPEND, XPos, apply_rope, rope_frequencies
+from pe_research.encodings.rotary import HoPE, RoPE, RoPEND, XPos, apply_rope, rope_frequencies
 from pe_research.registry import Registry
 
 _REGISTRY: Registry[Encoding] = Registry(
@@ -51,6 +52,8 @@ _REGISTRY: Registry[Encoding] = Registry(
         FIRE,
         TransformerXL,
         CoPE,
+        MRoPE,
+        HoPE,
     ),
 )
 names = _REGISTRY.names
@@ -70,9 +73,11 @@ __all__ = [
     "CoPE",
     "Dims",
     "Encoding",
+    "HoPE",
     "Integer",
     "Kerple",
     "LearnedAbsolute",
+    "MRoPE",
     "NoPE",
     "NormalizedInteger",
     "RoPE",

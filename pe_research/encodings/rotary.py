@@ -2,20 +2,27 @@
 
 Because q_m and k_n are rotated by angles m*theta and n*theta, their dot product depends only on
 m - n, and rotations preserve norms (Su et al., 2021, "RoFormer"). This module holds RoPE with
-its context-extension scalings (the `rope_scaling` convention of Llama-family configs), n-D axial
-RoPE, and xPos.
+its context-extension scalings (the `rope_scaling` convention of Llama-family configs), HoPE,
+n-D axial RoPE, and xPos.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
 
 from pe_research.encodings.base import Dims, Encoding, Params, check_even, check_positive
-from pe_research.encodings.rope_scaling import RopeScaling, as_scaling, scaled_inv_freq
+from pe_research.encodings.rope_scaling import (
+    ROPE_PARAMETER_FIELDS,
+    RopeScaling,
+    as_scaling,
+    scaled_inv_freq,
+    split_rope_parameters,
+)
 
 LAYOUTS = ("half", "interleaved")
 
@@ -70,16 +77,26 @@ def apply_rope(
     Angles are float32; cos and sin are multiplied by `attention_scale`; the output keeps x's
     dtype. `pos_BL` may also be a 1-D `pos_L` shared by the batch.
     """
-    if layout not in LAYOUTS:
-        raise ValueError(f"Unknown rope layout {layout!r}; choose one of {LAYOUTS}.")
-    K = x_BLHK.shape[-1]
-    J = inv_freq_J.shape[0]
-    if 2 * J > K:
-        raise ValueError(f"apply_rope got {J} frequencies for a head of {K} components (> K/2).")
     pos_BL = jnp.asarray(pos_BL)
     if pos_BL.ndim == 1:
         pos_BL = pos_BL[None, :]
     angle_BLJ = pos_BL.astype(jnp.float32)[:, :, None] * inv_freq_J.astype(jnp.float32)[None, None]
+    return rotate_pairs(x_BLHK, angle_BLJ, layout=layout, attention_scale=attention_scale)
+
+
+def rotate_pairs(
+    x_BLHK: jax.Array, angle_BLJ: jax.Array, *, layout: str = "half", attention_scale: float = 1.0
+) -> jax.Array:
+    """Rotate rotation pair j of the first 2J components of x by angle_BLJ[..., j] (the angle of
+    each pair given directly, e.g. by M-RoPE, whose pairs read different position axes); pass the
+    rest. Layouts and dtypes as in `apply_rope`."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"Unknown rope layout {layout!r}; choose one of {LAYOUTS}.")
+    K = x_BLHK.shape[-1]
+    J = angle_BLJ.shape[-1]
+    if 2 * J > K:
+        raise ValueError(f"apply_rope got {J} frequencies for a head of {K} components (> K/2).")
+    angle_BLJ = angle_BLJ.astype(jnp.float32)
     cos_BL1J = (jnp.cos(angle_BLJ) * attention_scale)[:, :, None, :]
     sin_BL1J = (jnp.sin(angle_BLJ) * attention_scale)[:, :, None, :]
     x32 = x_BLHK.astype(jnp.float32)
@@ -97,6 +114,10 @@ def apply_rope(
     return jnp.concatenate([rot, rest], axis=-1).astype(x_BLHK.dtype)
 
 
+# Other names of RoPE's `scaling`, as Hugging Face configs spell it (older, newer).
+_ALIASES = ("rope_scaling", "rope_parameters")
+
+
 def _check_layout(layout: str) -> None:
     if layout not in LAYOUTS:
         raise ValueError(f"Unknown rope layout {layout!r}; choose one of {LAYOUTS}.")
@@ -110,8 +131,11 @@ class RoPE(Encoding):
     `fraction`: share of each head's dimensions that rotate (GPT-NeoX partial rotary).
     `p`: share of the highest frequencies kept (p-RoPE, Barbero et al. 2025).
     `scaling`: a Llama-family `rope_scaling` (RopeScaling or its dict form): linear (Chen et al.,
-    2023), ntk, dynamic (bloc97 / emozilla), yarn (Peng et al., 2023), llama3. Dynamic scaling
-    reads the sequence length as the largest key position + 1.
+    2023), ntk, dynamic (bloc97 / emozilla), yarn (Peng et al., 2023), llama3, longrope (Ding et
+    al., 2024). Dynamic and longrope read the sequence length as the largest key position + 1.
+    `rope_scaling`, `rope_parameters`: the same dict under the names Hugging Face configs use (the
+    newer `rope_parameters` may also carry rope_theta = `base`, partial_rotary_factor = `fraction`
+    and rope_type "default"); folded into `scaling` on construction, so they read back as None.
     """
 
     name = "rope"
@@ -120,9 +144,35 @@ class RoPE(Encoding):
     fraction: float = 1.0
     p: float = 1.0
     scaling: RopeScaling | None = None
+    rope_scaling: RopeScaling | None = None
+    rope_parameters: RopeScaling | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "scaling", as_scaling(self.scaling))
+        given = {
+            name: split_rope_parameters(value, name)
+            if name != "scaling"
+            else (as_scaling(value), {})
+            for name in ("scaling", *_ALIASES)
+            if (value := getattr(self, name)) is not None
+        }
+        if len({scaling for scaling, _ in given.values()}) > 1:
+            shown = ", ".join(f"{name}={scaling}" for name, (scaling, _) in given.items())
+            raise ValueError(
+                f"rope got different scalings under several names ({shown}): "
+                f"{' and '.join(given)} name the same setting, so give only one of them."
+            )
+        for name, (_, fields) in given.items():
+            for field, value in fields.items():
+                if getattr(self, field) != value:
+                    key = next(k for k, f in ROPE_PARAMETER_FIELDS.items() if f == field)
+                    raise ValueError(
+                        f"rope {name} sets {key}={value:g} but {field}={getattr(self, field):g}: "
+                        f"set {field}={value:g} as well ({field} is this library's name for {key})."
+                    )
+        scaling = next(iter(given.values()))[0] if given else None
+        object.__setattr__(self, "scaling", scaling)
+        for name in _ALIASES:
+            object.__setattr__(self, name, None)
 
     def check(self, dims: Dims, max_position: int) -> None:
         _check_layout(self.layout)
@@ -131,7 +181,8 @@ class RoPE(Encoding):
     def hyperparameters(self) -> dict[str, Any]:
         # The dict form of the scaling, so that config.json stays plain JSON.
         scaling = None if self.scaling is None else self.scaling.to_dict()
-        return {**super().hyperparameters(), "scaling": scaling}
+        hp = {k: v for k, v in super().hyperparameters().items() if k not in _ALIASES}
+        return {**hp, "scaling": scaling}
 
     def _frequencies(self, head_dim: int, seq_len: jax.Array | None) -> tuple[jax.Array, float]:
         return rope_frequencies(
@@ -155,6 +206,70 @@ class RoPE(Encoding):
         inv_freq_J, scale = self._frequencies(q_BLHK.shape[-1], seq_len)
         q = apply_rope(q_BLHK, qpos_BL, inv_freq_J, layout=self.layout, attention_scale=scale)
         k = apply_rope(k_BMHK, kpos_BM, inv_freq_J, layout=self.layout, attention_scale=scale)
+        return q, k
+
+
+@dataclasses.dataclass(frozen=True)
+class HoPE(Encoding):
+    """HoPE (Chen et al., 2024, arXiv 2410.21216, "HoPE: A Novel Positional Encoding Without
+    Long-Term Decay"): RoPE keeping only its high-frequency rotation pairs.
+
+    Rule used here: pair j (frequency theta_j = base^(-2j/K), highest first) rotates if its
+    wavelength 2 pi / theta_j is at most `train_length`, i.e. it turns through at least one full
+    cycle within the training context; the lower frequencies, which never complete a cycle in
+    training (the paper's "activated" components behind the U-shaped attention, and the top
+    low-frequency ones that settle into constant, semantic use), are position-free: they pass
+    through unrotated. Set `train_length` to the run's training length in positions.
+
+    Relation to p-RoPE (Barbero et al., 2025, RoPE's `p`): both drop the lowest frequencies. p-RoPE
+    keeps a fixed share p of the pairs; HoPE derives the share from the training length, so
+    HoPE(train_length=n) equals RoPE(p=k/J) with k the number of pairs whose wavelength is <= n.
+    Like RoPE its q.k depends only on m - n and it preserves norms; with no decaying low
+    frequencies left it has no long-term decay. Layout as RoPE's.
+    """
+
+    name = "hope"
+    base: float = 10000.0
+    train_length: int = 64
+    layout: Literal["half", "interleaved"] = "half"
+
+    def kept_pairs(self, head_dim: int) -> int:
+        """The number of rotation pairs whose wavelength 2 pi base^(2j/K) is <= train_length."""
+        J = head_dim // 2
+        # Wavelengths in float64 and Python: the cut is a static count, exact at the boundary.
+        return sum(
+            2 * math.pi * self.base ** (2 * j / head_dim) <= self.train_length for j in range(J)
+        )
+
+    def check(self, dims: Dims, max_position: int) -> None:
+        _check_layout(self.layout)
+        check_even("head_dim for hope", dims.head_dim, "choose d_model / num_heads even.")
+        check_positive("hope base", self.base)
+        if self.base <= 1:
+            raise ValueError(
+                f"hope base must be > 1 (frequencies falling with j), got {self.base}."
+            )
+        if not isinstance(self.train_length, int) or self.train_length < 7:
+            raise ValueError(
+                f"hope train_length={self.train_length!r} keeps no rotation pair: even the highest "
+                "frequency (1 radian per position) needs 2 pi = 6.28 positions for a cycle. Set "
+                "train_length to the training length, an integer >= 7, or use nope."
+            )
+
+    def rotate(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]:
+        K = q_BLHK.shape[-1]
+        self.check(Dims(d_model=K, num_heads=1, head_dim=K), 0)
+        inv_freq_J, _ = rope_frequencies(K, base=self.base)
+        inv_freq_J = jnp.where(jnp.arange(K // 2) < self.kept_pairs(K), inv_freq_J, 0.0)
+        q = apply_rope(q_BLHK, qpos_BL, inv_freq_J, layout=self.layout)
+        k = apply_rope(k_BMHK, kpos_BM, inv_freq_J, layout=self.layout)
         return q, k
 
 
