@@ -299,11 +299,14 @@ class RunConfig:
                     f"encoding {self.encoding.label()!r} needs "
                     f"{form(self.encoding.position_axes)} but the {sampler.name!r} position "
                     f"sampler gives {form(sampler.position_axes)}: pick a matching sampler "
-                    "('grid' for rope_nd with axes=2 on a grid task, a 1-D sampler otherwise)."
+                    "('grid' for rope_nd with axes=2 on a grid task, 'mrope' for mrope, a 1-D "
+                    "sampler otherwise)."
                 )
-            if sampler.position_axes not in (None, self.task.position_axes):
+            accepted = getattr(sampler, "task_axes", None)  # None: reads no task coordinates
+            if accepted is not None and self.task.position_axes not in accepted:
                 raise ValueError(
-                    f"task {self.task.name!r} has no {sampler.position_axes}-D coordinates for "
+                    f"task {self.task.name!r} has no "
+                    f"{' or '.join(f'{a}-D' for a in accepted if a)} coordinates for "
                     f"the {sampler.name!r} sampler; use a grid task."
                 )
         self.encoding.check(self.model.dims(), self.max_position())

@@ -3,9 +3,10 @@
 A sampler is a frozen dataclass with `sample(key, valid_BL, coords_BLA=None)` and
 `max_position(width)`, the largest position it can emit for a batch of that width, which the
 run checks against encodings with a finite table. Its `position_axes` says what it emits: None
-for positions pos_BL (int32), an int A for coordinates pos_BLA. `coords_BLA` is the task's
-`Batch.coords` (None for 1-D tasks); 1-D samplers ignore it, so on a grid task they number the
-flattened sequence. Padding positions get position 0; the model masks them out as keys, and in
+for positions pos_BL (int32), an int A for coordinates pos_BLA. A sampler that reads the task's
+coordinates names the tasks it serves by their `position_axes` in `task_axes`. `coords_BLA` is
+the task's `Batch.coords` (None for 1-D tasks); 1-D samplers ignore it, so on a grid task they
+number the flattened sequence. Padding positions get position 0; the model masks them out as keys, and in
 a causal model no real token attends to them. Every 1-D sampler keeps positions strictly
 increasing over the real tokens.
 """
@@ -150,6 +151,7 @@ class Grid:
 
     name: ClassVar[str] = "grid"
     position_axes: ClassVar[int | None] = 2
+    task_axes: ClassVar[tuple[int | None, ...]] = (2,)
 
     def sample(
         self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
@@ -173,15 +175,47 @@ class Grid:
         return width - 1
 
 
+@dataclasses.dataclass(frozen=True)
+class MRoPE:
+    """Qwen2-VL's 3-D positions (time, height, width) for M-RoPE (`mrope`, arXiv 2409.12191).
+
+    On a 1-D task every token is text: (i, i, i), its index on all three axes, which makes M-RoPE
+    equal to 1-D RoPE. On a grid task every token is an image patch of one frame: (0, row, col).
+    """
+
+    name: ClassVar[str] = "mrope"
+    position_axes: ClassVar[int | None] = 3
+    task_axes: ClassVar[tuple[int | None, ...]] = (None, 2)
+
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
+        if coords_BLA is None:
+            pos_BL = Contiguous().sample(key, valid_BL)
+            return jnp.repeat(pos_BL[..., None], 3, axis=-1)
+        if coords_BLA.shape != (*valid_BL.shape, 2):
+            raise ValueError(
+                f"mrope sampler: a task's coordinates must be (row, col), shape "
+                f"{(*valid_BL.shape, 2)}, got {tuple(coords_BLA.shape)}; use a 1-D task or the "
+                "grid task."
+            )
+        frame_BL1 = jnp.zeros((*valid_BL.shape, 1), jnp.int32)
+        pos_BLA = jnp.concatenate([frame_BL1, coords_BLA.astype(jnp.int32)], axis=-1)
+        return jnp.where(valid_BL[..., None], pos_BLA, 0)
+
+    def max_position(self, width: int) -> int:
+        return width - 1
+
+
 def _check_int(what: str, value: Any, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}.")
 
 
-Sampler = Contiguous | Offset | Randomized | Scaled | Grid
+Sampler = Contiguous | Offset | Randomized | Scaled | Grid | MRoPE
 
 _REGISTRY: Registry[Sampler] = Registry(
-    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled, Grid)
+    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled, Grid, MRoPE)
 )
 names = _REGISTRY.names
 classes = _REGISTRY.classes

@@ -35,7 +35,7 @@ import pytest
 from flax import nnx
 from jax.experimental import checkify
 
-from pe_research import encodings, tasks
+from pe_research import encodings, positions, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig
 from pe_research.model import Transformer
 from pe_research.sweeps import experiments
@@ -93,12 +93,18 @@ def cases():
     longest = max((c for c in shipped if c.encoding.position_axes is None), key=width)
     grid = next(c for c in shipped if c.encoding.position_axes == 2)
     out = []
+    # M-RoPE's (time, height, width) on the longest grid: text, the same index on every axis.
+    text_3d = dataclasses.replace(
+        longest,
+        positions=positions.get("mrope"),
+        eval=dataclasses.replace(longest.eval, positions="train"),
+    )
     for name in encodings.names():
         encoding = encodings.get(name)
-        base = grid if encoding.position_axes == 2 else longest
+        base = {2: grid, 3: text_3d}.get(encoding.position_axes, longest)
         cfg = small(dataclasses.replace(base, encoding=encoding, eval_encoding=None))
         cfg.check()
-        out.append((cfg, cfg.eval_lengths, base is longest))
+        out.append((cfg, cfg.eval_lengths, base is longest))  # text_3d samples its own batch
     covered = {signature(c) for c, _, _ in out}
     for cfg in sorted(shipped, key=width, reverse=True):
         if signature(cfg) not in covered:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pe_research import positions, tasks
-from pe_research.positions import Contiguous, Grid, Offset, Randomized, Scaled
+from pe_research.positions import Contiguous, Grid, MRoPE, Offset, Randomized, Scaled
 
 LENGTHS = jnp.array([[3], [8], [1], [6]])
 VALID_BL = jnp.arange(8)[None, :] < LENGTHS  # rows of n = 3, 8, 1, 6 real tokens, width 8
@@ -80,8 +80,8 @@ def test_scaled_multiplies_by_an_integer_stride():
 
 
 def test_registry_round_trip_and_helpful_errors():
-    assert positions.names() == ["contiguous", "offset", "randomized", "scaled", "grid"]
-    for sampler in [*SAMPLERS, Grid()]:
+    assert positions.names() == ["contiguous", "offset", "randomized", "scaled", "grid", "mrope"]
+    for sampler in [*SAMPLERS, Grid(), MRoPE()]:
         assert positions.from_dict(positions.to_dict(sampler)) == sampler
         hash(sampler)
     with pytest.raises(
@@ -94,7 +94,7 @@ def test_registry_round_trip_and_helpful_errors():
 
 def test_every_sampler_declares_its_position_axes():
     for name, cls in positions.classes().items():
-        assert cls.position_axes == (2 if name == "grid" else None), name
+        assert cls.position_axes == {"grid": 2, "mrope": 3}.get(name), name
 
 
 def test_grid_sampler_passes_the_task_coordinates_and_zeroes_padding():
@@ -114,3 +114,17 @@ def test_grid_sampler_without_coordinates_says_to_use_a_grid_task():
         Grid().sample(jax.random.key(0), VALID_BL)
     with pytest.raises(ValueError, match=r"must have shape \(4, 8, 2\)"):
         Grid().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 3), jnp.int32))
+
+
+def test_mrope_sampler_gives_text_its_index_on_every_axis_and_patches_their_cell():
+    text_BLA = MRoPE().sample(jax.random.key(0), VALID_BL)
+    flat_BL = Contiguous().sample(jax.random.key(0), VALID_BL)
+    assert text_BLA.shape == (*VALID_BL.shape, 3)
+    for a in range(3):
+        np.testing.assert_array_equal(text_BLA[..., a], flat_BL)
+    batch = tasks.get("grid").sample(jax.random.key(0), 4, 3, pad_to=24)
+    image_BLA = MRoPE().sample(jax.random.key(1), batch.valid, coords_BLA=batch.coords)
+    assert (np.asarray(image_BLA[..., 0]) == 0).all()
+    np.testing.assert_array_equal(image_BLA[..., 1:], batch.coords)
+    with pytest.raises(ValueError, match=r"must be \(row, col\), shape \(4, 8, 2\)"):
+        MRoPE().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 3), jnp.int32))
