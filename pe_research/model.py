@@ -1,8 +1,9 @@
 """A small pre-LayerNorm transformer in Flax NNX that any encoding plugs into.
 
 The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
-unconditionally; it never asks which encoding it has. Positions are an explicit input. Attention
-logits, softmax and output logits are float32.
+unconditionally; it never asks which encoding it has. Attention layer i holds the encoding's
+`for_layer(i, num_layers)`: the encoding itself, or a per-layer mixture's member for layer i.
+Positions are an explicit input. Attention logits, softmax and output logits are float32.
 
 Mixed precision (`compute_dtype="bfloat16"`): parameters and the residual stream stay float32
 (so do LayerNorm and the encodings' angles and biases); activations and weights are cast to
@@ -222,7 +223,8 @@ class Transformer(nnx.Module):
         # comparable to the unit-amplitude sinusoids added to them.
         self.embed_VD = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, cfg.d_model)))
         self.pe = _params(encoding.init_embed(rngs.params(), cfg.dims()))
-        self.blocks = nnx.List([Block(cfg, encoding, rngs=rngs) for _ in range(cfg.num_layers)])
+        n = cfg.num_layers
+        self.blocks = nnx.List([Block(cfg, encoding.for_layer(i, n), rngs=rngs) for i in range(n)])
         self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 

@@ -24,8 +24,9 @@ from pe_research.encodings.absolute import (
 )
 from pe_research.encodings.base import Dims, Encoding
 from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
-from pe_research.encodings.contextual import CoPE
+from pe_research.encodings.contextual import CoPE, ForgettingGate
 from pe_research.encodings.learned_bias import FIRE, TransformerXL
+from pe_research.encodings.mixture import Mixture, RNoPE
 from pe_research.encodings.rope_scaling import RopeScaling
 from pe_research.encodings.rotary import RoPE, RoPEND, XPos, apply_rope, rope_frequencies
 from pe_research.registry import Registry
@@ -51,8 +52,13 @@ _REGISTRY: Registry[Encoding] = Registry(
         FIRE,
         TransformerXL,
         CoPE,
+        ForgettingGate,
+        Mixture,
+        RNoPE,
     ),
 )
+# Mixtures name their members by registry name.
+Mixture.catalog = _REGISTRY.classes
 names = _REGISTRY.names
 classes = _REGISTRY.classes
 get = _REGISTRY.get
@@ -70,11 +76,14 @@ __all__ = [
     "CoPE",
     "Dims",
     "Encoding",
+    "ForgettingGate",
     "Integer",
     "Kerple",
     "LearnedAbsolute",
+    "Mixture",
     "NoPE",
     "NormalizedInteger",
+    "RNoPE",
     "RoPE",
     "RoPEND",
     "RopeScaling",
