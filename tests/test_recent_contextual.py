@@ -10,6 +10,7 @@ import pytest
 from flax import nnx
 
 from pe_research import encodings
+from pe_research import model as model_lib
 from pe_research.config import ModelConfig, RunConfig
 from pe_research.encodings import ForgettingGate, Mixture, NoPE, RNoPE, RoPE
 from pe_research.encodings.base import Dims
@@ -180,3 +181,70 @@ def test_mixture_errors_name_the_constraint():
     # The mixture takes its members' positions: 2-D members need a 2-D sampler.
     with pytest.raises(ValueError, match="needs 2-D positions pos_BLA"):
         RunConfig(encoding=Mixture(pattern=("rope_nd",))).check()
+
+
+# -- stick-breaking attention (ModelConfig.normalization) -----------------------------------------
+
+
+def loop_stick_breaking(z_LM, allowed_LM):
+    """Tan et al.'s A_ij = beta_ij prod_{j<k<i} (1 - beta_ik), beta = sigmoid(z), j < i allowed,
+    as float64 loops."""
+    beta = 1.0 / (1.0 + np.exp(-z_LM))
+    L, M = z_LM.shape
+    out = np.zeros((L, M))
+    for i in range(L):
+        for j in range(i):
+            if allowed_LM[i, j]:
+                out[i, j] = beta[i, j] * np.prod(
+                    [1.0 - beta[i, k] for k in range(j + 1, i) if allowed_LM[i, k]]
+                )
+    return out
+
+
+def test_stick_breaking_equals_the_loop_formula():
+    z_BHLM = jax.random.normal(jax.random.key(0), (2, 2, 7, 7)) * 2.0
+    valid_BL = jnp.array([[True] * 7, [True] * 5 + [False] * 2])
+    allowed_BLM = valid_BL[:, None, :] & jnp.tril(jnp.ones((7, 7), bool))[None]
+    got_BHLM = np.asarray(model_lib.stick_breaking(z_BHLM, allowed_BLM))
+    for b in range(2):
+        for h in range(2):
+            expected = loop_stick_breaking(
+                np.asarray(z_BHLM[b, h], np.float64), np.asarray(allowed_BLM[b])
+            )
+            np.testing.assert_allclose(got_BHLM[b, h], expected, atol=1e-6, rtol=1e-5)
+    assert (got_BHLM.sum(-1) <= 1 + 1e-6).all() and (got_BHLM[:, :, 0] == 0).all()
+
+
+def test_stick_breaking_model_is_causal_and_takes_any_encoding():
+    cfg = dataclasses.replace(CFG, normalization="stick_breaking")
+    for enc in (NoPE(), RoPE(), ForgettingGate()):
+        model = Transformer(cfg, enc, VOCAB, rngs=nnx.Rngs(0))
+        tokens_BL = jax.random.randint(jax.random.key(1), (B, L), 0, VOCAB)
+        pos_BL = jnp.broadcast_to(jnp.arange(L, dtype=jnp.int32), (B, L))
+        t = 5
+        before = model(tokens_BL, pos_BL)
+        after = model(tokens_BL.at[:, t].set((tokens_BL[:, t] + 1) % VOCAB), pos_BL)
+        np.testing.assert_allclose(before[:, :t], after[:, :t], atol=1e-5)
+        assert not np.allclose(before[:, t:], after[:, t:], atol=1e-5)
+        # Different weights from the softmax model with the same parameters.
+        assert not np.allclose(before, forward(enc), atol=1e-4)
+    # The recorded weights: strictly earlier keys only, rows summing to less than 1.
+    model.set_attributes(capture_attention=True)
+    _, sown = nnx.capture(model, nnx.Intermediate)(tokens_BL, pos_BL)
+    probs_BHLM = np.asarray(nnx.to_pure_dict(sown)["blocks"][0]["attn"][model_lib.PROBS][0])
+    assert (probs_BHLM[:, :, np.arange(L), np.arange(L)] == 0).all()  # no query reads itself
+    assert (probs_BHLM.sum(-1) < 1).all()  # no normalisation: some stick is always left
+
+
+def test_stick_breaking_config_errors_and_round_trip():
+    with pytest.raises(ValueError, match="defined for causal models only"):
+        ModelConfig(normalization="stick_breaking", causal=False).check()
+    with pytest.raises(ValueError, match="computes a softmax only"):
+        ModelConfig(normalization="stick_breaking", attention="dot_product").check()
+    with pytest.raises(ValueError, match="--model.normalization to one of softmax, stick_breaking"):
+        ModelConfig(normalization="sparsemax").check()
+    cfg = RunConfig(encoding=NoPE(), model=ModelConfig(normalization="stick_breaking"))
+    d = cfg.to_dict()
+    assert d["model"]["normalization"] == "stick_breaking"
+    assert "normalization" not in RunConfig().to_dict()["model"]  # older run directories resume
+    assert RunConfig.from_dict(json.loads(json.dumps(d))) == cfg
