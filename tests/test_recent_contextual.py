@@ -248,3 +248,15 @@ def test_stick_breaking_config_errors_and_round_trip():
     assert d["model"]["normalization"] == "stick_breaking"
     assert "normalization" not in RunConfig().to_dict()["model"]  # older run directories resume
     assert RunConfig.from_dict(json.loads(json.dumps(d))) == cfg
+
+
+def test_forgetting_queries_are_the_first_tokens_of_the_keys():
+    enc = ForgettingGate()
+    params = {"w_HK": jnp.ones((2, 4)), "b_H": jnp.array([1.0, 3.0])}
+    k_BMHK = jax.random.normal(jax.random.key(3), (1, 8, 2, 4))
+    pos = jnp.zeros((1, 8), jnp.int32)
+    full_BHLM = enc.bias(params, k_BMHK, k_BMHK, pos, pos)
+    first_BHLM = enc.bias(params, k_BMHK[:, :3], k_BMHK, pos[:, :3], pos)
+    np.testing.assert_array_equal(first_BHLM, full_BHLM[:, :, :3])
+    with pytest.raises(ValueError, match="at most as many queries as keys"):
+        enc.bias(params, k_BMHK, k_BMHK[:, :3], pos, pos[:, :3])

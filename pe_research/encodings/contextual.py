@@ -100,15 +100,17 @@ class CoPE(Encoding):
         return interpolate_position_logits(logits_BHLP, pos_BHLM) * scale
 
 
-def forgetting_bias(log_f_BHL: jax.Array) -> jax.Array:
-    """D_ij = -|c_i - c_j|, c_t = sum_{l <= t} log f_l: for keys j <= i the sum of log f_l over
-    l = j+1..i (Lin et al., 2025), for keys j > i the sum over l = i+1..j.
+def forgetting_bias(log_f_BHM: jax.Array, num_queries: int | None = None) -> jax.Array:
+    """D_ij = -|c_i - c_j|, c_t = sum_{l <= t} log f_l over the keys' gates: for keys j <= i the
+    sum of log f_l over l = j+1..i (Lin et al., 2025), for keys j > i the sum over l = i+1..j.
 
     c is non-increasing (every log f <= 0), so for j <= i -|c_i - c_j| is exactly c_i - c_j, the
-    paper's causal bias; the mirrored half serves bidirectional models.
+    paper's causal bias; the mirrored half serves bidirectional models. Queries are the first
+    `num_queries` tokens of the key sequence (default all: self attention), as in CoPE.
     """
-    c_BHL = jnp.cumsum(log_f_BHL.astype(jnp.float32), axis=-1)
-    return -jnp.abs(c_BHL[..., :, None] - c_BHL[..., None, :])
+    c_BHM = jnp.cumsum(log_f_BHM.astype(jnp.float32), axis=-1)
+    c_BHL = c_BHM[..., : c_BHM.shape[-1] if num_queries is None else num_queries]
+    return -jnp.abs(c_BHL[..., :, None] - c_BHM[..., None, :])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,4 +160,10 @@ class ForgettingGate(Encoding):
     ) -> jax.Array:
         gate_BHM = jnp.einsum("BMHK,HK->BHM", k_BMHK.astype(jnp.float32), params["w_HK"])
         log_f_BHM = jax.nn.log_sigmoid(gate_BHM + params["b_H"][None, :, None])
-        return forgetting_bias(log_f_BHM)
+        L, M = q_BLHK.shape[1], k_BMHK.shape[1]
+        if L > M:
+            raise ValueError(
+                f"forgetting takes queries among the keys' tokens: got {L} queries for {M} keys; "
+                "call it with at most as many queries as keys (self attention has equal counts)."
+            )
+        return forgetting_bias(log_f_BHM, L)

@@ -125,7 +125,7 @@ class Mixture(LayerMixture):
         if not self.pattern:
             raise ValueError(
                 "mixture pattern is empty: name one encoding per layer, for example "
-                "--encoding.pattern rope rope rope nope."
+                "--pattern rope rope rope nope (after the encoding name mixture)."
             )
         super().check(dims, max_position)
 
