@@ -36,10 +36,16 @@ class ModelConfig:
     attention: Literal["auto", "einsum", "dot_product"] = "auto"
     """How attention is computed: einsum (chunked on CPU), jax.nn.dot_product_attention, or auto
     (dot_product on GPU, einsum elsewhere). Analysis that records attention always uses einsum."""
+    normalization: Literal["softmax", "stick_breaking"] = "softmax"
+    """How logits (q.k scaled, plus the encoding's bias) become attention weights: softmax, or
+    stick-breaking (Tan et al., 2024, arXiv 2410.17980; causal models only, einsum path): key j
+    of query i gets sigmoid(z_ij) times prod_{j<k<i} (1 - sigmoid(z_ik)), nearest keys first,
+    earlier keys only, weights summing to at most 1. The paper uses it with no positional
+    encoding (nope)."""
 
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("compute_dtype", "attention")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("compute_dtype", "attention", "normalization")
 
     @property
     def head_dim(self) -> int:
@@ -65,13 +71,25 @@ class ModelConfig:
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
                 "choose sizes with d_model % num_heads == 0."
             )
-        for name in ("compute_dtype", "attention"):
+        for name in ("compute_dtype", "attention", "normalization"):
             choices = typing.get_args(typing.get_type_hints(ModelConfig)[name])
             if getattr(self, name) not in choices:
                 raise ValueError(
                     f"model {name} {getattr(self, name)!r} is not supported: set "
                     f"--model.{name.replace('_', '-')} to one of {', '.join(choices)}."
                 )
+        if self.normalization == "stick_breaking" and not self.causal:
+            raise ValueError(
+                "model normalization 'stick_breaking' breaks the stick from the query back over "
+                "earlier keys and is defined for causal models only: drop --model.causal False "
+                "or use --model.normalization softmax."
+            )
+        if self.normalization == "stick_breaking" and self.attention == "dot_product":
+            raise ValueError(
+                "model attention 'dot_product' (jax.nn.dot_product_attention) computes a softmax "
+                "only, and normalization is 'stick_breaking': set --model.attention to einsum or "
+                "auto."
+            )
 
 
 @dataclasses.dataclass(frozen=True)

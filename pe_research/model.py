@@ -1,8 +1,9 @@
 """A small pre-LayerNorm transformer in Flax NNX that any encoding plugs into.
 
 The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
-unconditionally; it never asks which encoding it has. Positions are an explicit input. Attention
-logits, softmax and output logits are float32.
+unconditionally; it never asks which encoding it has. Attention layer i holds the encoding's
+`for_layer(i, num_layers)`: the encoding itself, or a per-layer mixture's member for layer i.
+Positions are an explicit input. Attention logits, softmax and output logits are float32.
 
 Mixed precision (`compute_dtype="bfloat16"`): parameters and the residual stream stay float32
 (so do LayerNorm and the encodings' angles and biases); activations and weights are cast to
@@ -72,6 +73,7 @@ class Attention(nnx.Module):
         self.causal = cfg.causal
         self.compute_dtype = cfg.compute_dtype
         self.attention = cfg.attention
+        self.normalization = cfg.normalization
         self.w_qkv_D3HK = _normal(rngs, (D, 3, H, K), D)
         self.w_out_HKD = _normal(rngs, (H, K, D), H * K)
         self.pe = _params(encoding.init_layer(rngs.params(), cfg.dims()))
@@ -94,7 +96,7 @@ class Attention(nnx.Module):
         if self.capture_attention:  # the einsum path: only it has the probabilities
             out_BLHK, probs_BHLM = self._attend(pe, *xs)
             self.sow(nnx.Intermediate, PROBS, probs_BHLM)
-        elif use_dot_product(self.attention):
+        elif self.normalization == "softmax" and use_dot_product(self.attention):
             out_BLHK = attend_in_chunks(lambda *xs_B: self._attend_dot_product(pe, *xs_B), *xs)
         else:
             out_BLHK = attend_in_chunks(lambda *xs_B: self._attend(pe, *xs_B)[0], *xs)
@@ -110,8 +112,8 @@ class Attention(nnx.Module):
         pos_BL: jax.Array,
         valid_BL: jax.Array,
     ) -> tuple[jax.Array, jax.Array]:
-        """(out_BLHK, float32 probs_BHLM): softmax attention of rotated q, k (float32 logits,
-        the encoding's bias added)."""
+        """(out_BLHK, float32 probs_BHLM): attention of rotated q, k (float32 logits, the
+        encoding's bias added), normalised by `ModelConfig.normalization`."""
         scale = q_BLHK.shape[-1] ** -0.5
         logits_BHLM = jnp.einsum(
             "BLHK,BMHK->BHLM", q_BLHK, k_BMHK, preferred_element_type=jnp.float32
@@ -121,8 +123,7 @@ class Attention(nnx.Module):
         allowed_BLM = jnp.broadcast_to(valid_BL[:, None, :], (q_BLHK.shape[0], L, L))
         if self.causal:
             allowed_BLM = allowed_BLM & jnp.tril(jnp.ones((L, L), bool))[None]
-        logits_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM, jnp.finfo(jnp.float32).min)
-        probs_BHLM = jax.nn.softmax(logits_BHLM, axis=-1)
+        probs_BHLM = NORMALIZATIONS[self.normalization](logits_BHLM, allowed_BLM)
         # Heads-major product, then one transpose: on CPU 4x faster than writing BLHK directly.
         out_BHLK = jnp.einsum("BHLM,BMHK->BHLK", probs_BHLM.astype(v_BMHK.dtype), v_BMHK)
         return out_BHLK.transpose(0, 2, 1, 3), probs_BHLM
@@ -153,6 +154,34 @@ class Attention(nnx.Module):
             is_causal=self.causal,
             implementation=None,  # XLA's kernel unless JAX picks a fused one (cuDNN) itself
         )
+
+
+def softmax(logits_BHLM: jax.Array, allowed_BLM: jax.Array) -> jax.Array:
+    """Softmax over the allowed keys (float32)."""
+    logits_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM, jnp.finfo(jnp.float32).min)
+    return jax.nn.softmax(logits_BHLM, axis=-1)
+
+
+def stick_breaking(logits_BHLM: jax.Array, allowed_BLM: jax.Array) -> jax.Array:
+    """Stick-breaking weights (Tan et al., 2024, "Scaling Stick-Breaking Attention", arXiv
+    2410.17980): A_ij = beta_ij prod_{j<k<i} (1 - beta_ik), beta = sigmoid(logits), over allowed
+    keys j < i (the query's own token excluded, as in the formula); no normalisation, so a row
+    sums to at most 1 (the first token's row is 0).
+
+    In log space, log A_ij = log sigmoid(z_ij) + sum_{j<k<i} log sigmoid(-z_ik): a suffix sum
+    over keys, float32, with no product of many factors below 1.
+    """
+    L, M = logits_BHLM.shape[-2:]
+    before_B1LM = (allowed_BLM & jnp.tril(jnp.ones((L, M), bool), k=-1)[None])[:, None]
+    log_rest_BHLM = jnp.where(before_B1LM, jax.nn.log_sigmoid(-logits_BHLM), 0.0)
+    # sum_{k >= j} of the allowed terms, less the k = j term: the keys strictly between.
+    suffix_BHLM = jnp.flip(jnp.cumsum(jnp.flip(log_rest_BHLM, axis=-1), axis=-1), axis=-1)
+    log_probs_BHLM = jax.nn.log_sigmoid(logits_BHLM) + suffix_BHLM - log_rest_BHLM
+    return jnp.where(before_B1LM, jnp.exp(log_probs_BHLM), 0.0)
+
+
+# ModelConfig.normalization -> (logits_BHLM, allowed_BLM) -> float32 weights_BHLM.
+NORMALIZATIONS = {"softmax": softmax, "stick_breaking": stick_breaking}
 
 
 def use_dot_product(attention: str) -> bool:
@@ -222,7 +251,8 @@ class Transformer(nnx.Module):
         # comparable to the unit-amplitude sinusoids added to them.
         self.embed_VD = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, cfg.d_model)))
         self.pe = _params(encoding.init_embed(rngs.params(), cfg.dims()))
-        self.blocks = nnx.List([Block(cfg, encoding, rngs=rngs) for _ in range(cfg.num_layers)])
+        n = cfg.num_layers
+        self.blocks = nnx.List([Block(cfg, encoding.for_layer(i, n), rngs=rngs) for i in range(n)])
         self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 

@@ -6,9 +6,9 @@ run checks against encodings with a finite table. Its `position_axes` says what 
 for positions pos_BL (int32), an int A for coordinates pos_BLA. A sampler that reads the task's
 coordinates names the tasks it serves by their `position_axes` in `task_axes`. `coords_BLA` is
 the task's `Batch.coords` (None for 1-D tasks); 1-D samplers ignore it, so on a grid task they
-number the flattened sequence. Padding positions get position 0; the model masks them out as keys, and in
-a causal model no real token attends to them. Every 1-D sampler keeps positions strictly
-increasing over the real tokens.
+number the flattened sequence. Padding positions get position 0; the model masks them out as
+keys, and in a causal model no real token attends to them. Every 1-D sampler keeps positions
+strictly increasing over the real tokens.
 """
 
 from __future__ import annotations

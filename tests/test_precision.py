@@ -88,22 +88,28 @@ def test_bf16_logits_track_float32_and_encodings_keep_bf16(name, monkeypatch):
     """Same parameters, bf16 compute: logits within 0.1 of float32 (bf16 keeps ~3 significant
     digits); rotate gets bf16 q, k and returns bf16, bias returns float32."""
     enc = encodings.get(name)
-    cls = type(enc)
     seen = []
-    rotate, bias = cls.rotate, cls.bias
 
-    def spy_rotate(self, params, q, k, qpos, kpos):
-        out = rotate(self, params, q, k, qpos, kpos)
-        seen.append(("rotate", q.dtype, k.dtype, out[0].dtype, out[1].dtype))
-        return out
+    def spy(cls):
+        rotate, bias = cls.rotate, cls.bias
 
-    def spy_bias(self, params, q, k, qpos, kpos):
-        out = bias(self, params, q, k, qpos, kpos)
-        seen.append(("bias", q.dtype, k.dtype, out.dtype))
-        return out
+        def spy_rotate(self, params, q, k, qpos, kpos):
+            out = rotate(self, params, q, k, qpos, kpos)
+            seen.append(("rotate", q.dtype, k.dtype, out[0].dtype, out[1].dtype))
+            return out
 
-    monkeypatch.setattr(cls, "rotate", spy_rotate)
-    monkeypatch.setattr(cls, "bias", spy_bias)
+        def spy_bias(self, params, q, k, qpos, kpos):
+            out = bias(self, params, q, k, qpos, kpos)
+            seen.append(("bias", q.dtype, k.dtype, out.dtype))
+            return out
+
+        monkeypatch.setattr(cls, "rotate", spy_rotate)
+        monkeypatch.setattr(cls, "bias", spy_bias)
+
+    # The hooks the model calls are those of each layer's encoding (a mixture's members).
+    n = CFG.num_layers
+    for cls in {type(enc.for_layer(i, n)) for i in range(n)}:
+        spy(cls)
     enc = encodings.get(name, **({"init_std": 0.5} if name in ("learned", "cope") else {}))
     fwd32, params = forward_fn(CFG, enc)
     fwd16, _ = forward_fn(BF16, enc)

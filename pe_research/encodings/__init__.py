@@ -24,8 +24,9 @@ from pe_research.encodings.absolute import (
 )
 from pe_research.encodings.base import Dims, Encoding
 from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
-from pe_research.encodings.contextual import CoPE
+from pe_research.encodings.contextual import CoPE, ForgettingGate
 from pe_research.encodings.learned_bias import FIRE, TransformerXL
+from pe_research.encodings.mixture import Mixture, RNoPE
 from pe_research.encodings.mrope import MRoPE
 from pe_research.encodings.rope_scaling import RopeScaling
 from pe_research.encodings.rotary import HoPE, RoPE, RoPEND, XPos, apply_rope, rope_frequencies
@@ -54,8 +55,13 @@ _REGISTRY: Registry[Encoding] = Registry(
         CoPE,
         MRoPE,
         HoPE,
+        ForgettingGate,
+        Mixture,
+        RNoPE,
     ),
 )
+# Mixtures name their members by registry name.
+Mixture.catalog = _REGISTRY.classes
 names = _REGISTRY.names
 classes = _REGISTRY.classes
 get = _REGISTRY.get
@@ -73,13 +79,16 @@ __all__ = [
     "CoPE",
     "Dims",
     "Encoding",
+    "ForgettingGate",
     "HoPE",
     "Integer",
     "Kerple",
     "LearnedAbsolute",
     "MRoPE",
+    "Mixture",
     "NoPE",
     "NormalizedInteger",
+    "RNoPE",
     "RoPE",
     "RoPEND",
     "RopeScaling",

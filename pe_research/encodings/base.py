@@ -7,11 +7,16 @@ The model calls every hook of whatever encoding it holds and never asks which on
     embed(params, x_BLD, pos_BL)                   -> x_BLD        (after the token embedding)
     rotate(params, q_BLHK, k_BMHK, qpos, kpos)     -> q_BLHK, k_BMHK (in every attention layer)
     bias(params, q_BLHK, k_BMHK, qpos, kpos)       -> bias added to logits_BHLM (broadcastable)
+    for_layer(layer, num_layers)                   -> the encoding attention layer `layer` uses
 
 Each hook is a no-op by default, so an encoding overrides only what it uses. Hooks are pure
 functions of their arguments and the encoding's (frozen, hashable) hyper-parameters, so an encoding
 can be a static argument under `jax.jit`. Positions are integer arrays given explicitly by the
 caller; `pos_BL` may carry a trailing axis for n-D encodings.
+
+`for_layer` is asked once per layer when the model is built: an encoding is its own encoding in
+every layer, and a per-layer mixture (mixture.py) answers with one of its members. The embedding
+hooks stay the top-level encoding's.
 """
 
 from __future__ import annotations
@@ -80,6 +85,11 @@ class Encoding:
     ) -> jax.Array:
         # A float32 scalar broadcasts against logits_BHLM and is folded away by XLA.
         return jnp.zeros((), jnp.float32)
+
+    def for_layer(self, layer: int, num_layers: int) -> Encoding:
+        """The encoding whose init_layer, rotate and bias serve attention layer `layer` (0-based)
+        of `num_layers`."""
+        return self
 
     # -- description ---------------------------------------------------------------------------
 

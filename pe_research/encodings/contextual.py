@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -97,3 +98,72 @@ class CoPE(Encoding):
         table_KP = params["table_KP"].astype(jnp.float32)
         logits_BHLP = jnp.einsum("BLHK,KP->BHLP", q_BLHK, table_KP)
         return interpolate_position_logits(logits_BHLP, pos_BHLM) * scale
+
+
+def forgetting_bias(log_f_BHM: jax.Array, num_queries: int | None = None) -> jax.Array:
+    """D_ij = -|c_i - c_j|, c_t = sum_{l <= t} log f_l over the keys' gates: for keys j <= i the
+    sum of log f_l over l = j+1..i (Lin et al., 2025), for keys j > i the sum over l = i+1..j.
+
+    c is non-increasing (every log f <= 0), so for j <= i -|c_i - c_j| is exactly c_i - c_j, the
+    paper's causal bias; the mirrored half serves bidirectional models. Queries are the first
+    `num_queries` tokens of the key sequence (default all: self attention), as in CoPE.
+    """
+    c_BHM = jnp.cumsum(log_f_BHM.astype(jnp.float32), axis=-1)
+    c_BHL = c_BHM[..., : c_BHM.shape[-1] if num_queries is None else num_queries]
+    return -jnp.abs(c_BHL[..., :, None] - c_BHM[..., None, :])
+
+
+@dataclasses.dataclass(frozen=True)
+class ForgettingGate(Encoding):
+    """Forgetting Attention (Lin et al., 2025, "Forgetting Transformer: Softmax Attention with a
+    Forget Gate", arXiv 2503.02130): logits gain sum_{l=j+1..i} log f_l, a decay that the content
+    decides, and no other positional encoding.
+
+    Per head, f_t = sigmoid(w_h . k_t + b_h) with k_t the head's key. The paper computes the gate
+    from the layer input, sigmoid(w_h . x_t + b_h) with w_h in R^D; the bias hook sees q and k,
+    not x, and k_t = W_k x_t, so here w_h . k_t = (W_k^T w_h) . x_t is the paper's gate with
+    w_h restricted to the K-dimensional span of the head's key projection (which it shares with
+    the keys). Init: w = 0 and b = `init_bias`, so every gate starts at sigmoid(init_bias)
+    (0.9933 at the default 5: a decay of 0.0067 per token, ALiBi-like with that slope, until the
+    gates learn to depend on content). With every gate 1 the bias is 0 and the model is NoPE.
+
+    The integer positions given to the model are ignored (samplers have no effect): the decay
+    runs over the order of the tokens, with padding after every real token. In a bidirectional
+    model (causal=False) a key j after query i decays by the gates l = i+1..j (`forgetting_bias`),
+    an extension of ours: the paper defines causal models only.
+    """
+
+    name = "forgetting"
+    learned = True
+    init_bias: float = 5.0
+
+    def check(self, dims: Dims, max_position: int) -> None:
+        if not math.isfinite(self.init_bias):
+            raise ValueError(
+                f"forgetting init_bias must be a finite number, got {self.init_bias}: gates "
+                "start at sigmoid(init_bias), for example 5.0 (0.9933)."
+            )
+
+    def init_layer(self, key: jax.Array, dims: Dims) -> Params:
+        return {
+            "w_HK": jnp.zeros((dims.num_heads, dims.head_dim)),
+            "b_H": jnp.full((dims.num_heads,), self.init_bias),
+        }
+
+    def bias(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> jax.Array:
+        gate_BHM = jnp.einsum("BMHK,HK->BHM", k_BMHK.astype(jnp.float32), params["w_HK"])
+        log_f_BHM = jax.nn.log_sigmoid(gate_BHM + params["b_H"][None, :, None])
+        L, M = q_BLHK.shape[1], k_BMHK.shape[1]
+        if L > M:
+            raise ValueError(
+                f"forgetting takes queries among the keys' tokens: got {L} queries for {M} keys; "
+                "call it with at most as many queries as keys (self attention has equal counts)."
+            )
+        return forgetting_bias(log_f_BHM, L)

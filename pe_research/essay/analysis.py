@@ -260,9 +260,11 @@ def analyze(run_dir: Path, out_dir: Path | None = None) -> tuple[str, list[Path]
                 frequency_usage(
                     np.asarray(layer["q"][0]),
                     np.asarray(layer["k"][0]),
-                    rotation_pairs(enc, layer["params"], cfg.model.dims()),
+                    rotation_pairs(
+                        enc.for_layer(i, cfg.model.num_layers), layer["params"], cfg.model.dims()
+                    ),
                 )
-                for layer in fwd["layers"]
+                for i, layer in enumerate(fwd["layers"])
             ]
     if usage_1x is not None and any(len(u["bands"]) and u["omega"][0] > 0 for u in usage_1x):
         fig = frequency_figure(usage_1x, f"{run_dir.name}: {enc.label()}, frequency usage at {n}")
