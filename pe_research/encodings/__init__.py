@@ -26,6 +26,7 @@ from pe_research.encodings.base import Dims, Encoding
 from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
 from pe_research.encodings.contextual import CoPE
 from pe_research.encodings.learned_bias import FIRE, TransformerXL
+from pe_research.encodings.learned_rotation import ComRoPE, LieRE
 from pe_research.encodings.rope_scaling import RopeScaling
 from pe_research.encodings.rotary import RoPE, RoPEND, XPos, apply_rope, rope_frequencies
 from pe_research.registry import Registry
@@ -51,6 +52,8 @@ _REGISTRY: Registry[Encoding] = Registry(
         FIRE,
         TransformerXL,
         CoPE,
+        LieRE,
+        ComRoPE,
     ),
 )
 names = _REGISTRY.names
@@ -68,11 +71,13 @@ __all__ = [
     "ALiBi",
     "Binary",
     "CoPE",
+    "ComRoPE",
     "Dims",
     "Encoding",
     "Integer",
     "Kerple",
     "LearnedAbsolute",
+    "LieRE",
     "NoPE",
     "NormalizedInteger",
     "RoPE",
