@@ -24,12 +24,14 @@ spread of wavelengths and let training move the generators.
 Cost. expm is a scaling and squaring of a degree-8 Taylor polynomial (`expm_skew`; float32
 `jax.scipy.linalg.expm` was 10x less accurate here and, under vmap, slower). Commuting generators
 with integer positions (1-D, and ComRoPE in n-D) factor: R(p) = prod_a prod_d T_ad[digit_d(p_a)],
-the digits of |p_a| in base 16 and T_ad[j] = expm(j 16^d G_a) a table of 16 x 6 matrices per head
-and block, so each token costs 6 A gathers and 6 A - 1 small matmuls, about RoPE's order. LieRE
-in n-D (and real-valued positions) takes one expm per token, head and block: 8 + 24 small matmuls
-(the squarings a matrix does not need are computed and discarded under vmap), far costlier than
-RoPE. Rounding grows about as ||p G|| 2^-24, as RoPE's angles do; |p| >= 2^24, where float32
-stops counting integers, gives NaN.
+the digits of |p_a| in base 16 and T_ad[j] = expm(j 16^d G_a) a table of 16 x 6 matrices per
+head and block, so each token costs 6 A one-hot table reads and 6 A - 1 small matmuls. LieRE in
+n-D (and real-valued positions) takes one expm per token, head and block: 8 + 30 small matmuls
+(the squarings a matrix does not need are computed and discarded under vmap). Both stay far
+costlier than RoPE. Rounding grows about as ||p G|| 2^-24, as RoPE's angles do; |p| >= 2^24,
+where float32 stops counting integers, gives NaN. Measured (gradient of rotate, B 32, L 64, 4 heads of 16,
+block 4, 2 shared CPU cores): rope 2 ms, liere and comrope 1-D 0.2 s, comrope 2-D 0.55 s, liere
+2-D 1.1 s.
 """
 
 from __future__ import annotations
