@@ -29,9 +29,9 @@ head and block, so each token costs 6 A one-hot table reads and 6 A - 1 small ma
 n-D (and real-valued positions) takes one expm per token, head and block: 8 + 30 small matmuls
 (the squarings a matrix does not need are computed and discarded under vmap). Both stay far
 costlier than RoPE. Rounding grows about as ||p G|| 2^-24, as RoPE's angles do; |p| >= 2^24,
-where float32 stops counting integers, gives NaN. Measured (gradient of rotate, B 32, L 64, 4 heads of 16,
-block 4, 2 shared CPU cores): rope 2 ms, liere and comrope 1-D 0.2 s, comrope 2-D 0.55 s, liere
-2-D 1.1 s.
+where float32 stops counting integers, gives NaN. Measured (gradient of rotate, B 32, L 64,
+4 heads of 16, block 4, 2 shared CPU cores): rope 2 ms, liere and comrope 1-D 0.2 s, comrope
+2-D 0.55 s, liere 2-D 1.1 s.
 """
 
 from __future__ import annotations
