@@ -26,6 +26,7 @@ from pe_research.encodings.base import Dims, Encoding
 from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
 from pe_research.encodings.contextual import CoPE, ForgettingGate
 from pe_research.encodings.learned_bias import FIRE, TransformerXL
+from pe_research.encodings.learned_rotation import ComRoPE, LieRE
 from pe_research.encodings.mixture import Mixture, RNoPE
 from pe_research.encodings.mrope import MRoPE
 from pe_research.encodings.rope_scaling import RopeScaling
@@ -58,6 +59,8 @@ _REGISTRY: Registry[Encoding] = Registry(
         ForgettingGate,
         Mixture,
         RNoPE,
+        LieRE,
+        ComRoPE,
     ),
 )
 # Mixtures name their members by registry name.
@@ -77,6 +80,7 @@ __all__ = [
     "ALiBi",
     "Binary",
     "CoPE",
+    "ComRoPE",
     "Dims",
     "Encoding",
     "ForgettingGate",
@@ -86,6 +90,7 @@ __all__ = [
     "LearnedAbsolute",
     "MRoPE",
     "Mixture",
+    "LieRE",
     "NoPE",
     "NormalizedInteger",
     "RNoPE",
