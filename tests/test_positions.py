@@ -80,7 +80,7 @@ def test_scaled_multiplies_by_an_integer_stride():
 
 
 def test_registry_round_trip_and_helpful_errors():
-    assert positions.names() == ["contiguous", "offset", "randomized", "scaled", "grid"]
+    assert positions.names() == ["contiguous", "offset", "randomized", "scaled", "grid", "coupled"]
     for sampler in [*SAMPLERS, Grid()]:
         assert positions.from_dict(positions.to_dict(sampler)) == sampler
         hash(sampler)
