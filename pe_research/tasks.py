@@ -579,21 +579,24 @@ class Addition(Task):
         digit_or_hint = jnp.where(at["hint"], self.hint(k_BT), digit_BT)
         seq_BT = jnp.where(number, digit_or_hint, special).astype(jnp.int32)
         answer_BT = at["in_c"] & ~at["hint"]
-        coords_BL1 = jnp.where(number, k_BT + 1, 0)[:, :width, None].astype(jnp.int32)
         i_1L = i[:, :width]
+        # A decoder reads every token but the last (the last is only a target).
+        valid_BL = jnp.broadcast_to(i_1L < at["end"] - (1 if causal else 0), (B, width))
+        coords_BL1 = jnp.where(valid_BL & number[:, :width], k_BT[:, :width] + 1, 0)[..., None]
+        coords_BL1 = coords_BL1.astype(jnp.int32)
         if causal:
             return Batch(
                 inputs=seq_BT[:, :width],
                 targets=seq_BT[:, 1:],
                 loss_mask=answer_BT[:, 1:],
-                valid=jnp.broadcast_to(i_1L < at["end"] - 1, (B, width)),
+                valid=valid_BL,
                 coords=coords_BL1,
             )
         return Batch(
             inputs=jnp.where(answer_BT[:, :width], self.blank, seq_BT[:, :width]),
             targets=seq_BT[:, :width],
             loss_mask=answer_BT[:, :width],
-            valid=jnp.broadcast_to(i_1L < at["end"], (B, width)),
+            valid=valid_BL,
             coords=coords_BL1,
         )
 
