@@ -13,6 +13,7 @@ from flax import nnx
 
 from pe_research import encodings, positions, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.data import builders, catalog, loader
 from pe_research.sweeps import experiments
 
 SEEDS = (0, 1, 2)
@@ -283,6 +284,26 @@ def test_traced_lengths_padded_to_one_width_equal_the_eager_batch(task, causal):
         assert a.inputs.shape == (4, 80)
         assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
         assert (np.asarray(a.inputs)[~np.asarray(a.valid)] != task.blank).all()
+
+
+@pytest.mark.parametrize("name", ["addition", "flip_flop", "selective_copy", "counting"])
+def test_built_examples_read_back_as_the_sampled_batches(tmp_path, name):
+    """The tfds builder of each new task stores what evaluation samples (coords included)."""
+    config = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
+    catalog.build(name, config, data_dir=tmp_path)
+    eval_set = loader.EvalSet(f"tfds:pe_{name}/tiny", tmp_path)
+    task = tasks.get(name)
+    for n, fresh in zip(config.lengths, builders._eval_batches(task, config), strict=True):
+        stored = eval_set.batch(n, config.per_length, fresh.inputs.shape[1])
+        valid = np.asarray(fresh.valid)
+        for field, a, b in zip(fresh._fields, fresh, stored, strict=True):
+            assert (a is None) == (b is None), field
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if field == "inputs":  # beyond the sequence the built set holds PAD
+                a = np.where(valid, a, task.pad)
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")
 
 
 # -- the coupled position sampler ------------------------------------------------------------------
