@@ -36,9 +36,10 @@ contiguous; `long` preset:
     duplicate  learned      .12 +- .01 (2/3)   .24 +- .04 (0/3)         .12 +- .01 (0/3)
 
 - Contiguous positions fit every pair (RoPE after 400-500 steps, sinusoidal 1,200-2,000,
-  ALiBi and learned 1,400-3,800; learned on duplicate 2 seeds of 3). Randomized positions are much slower to learn: with the 2,000-step cap only one
-  run of 24 fits (RoPE on reverse), with 6,000 steps RoPE and sinusoidal on reverse fit 3/3
-  (after 4,100 and 4,500 steps) and RoPE on duplicate 2/3 (5,600); ALiBi and learned never do.
+  ALiBi and learned 1,400-3,800; learned on duplicate 2 seeds of 3). Randomized positions are
+  much slower to learn: with the 2,000-step cap only one run of 24 fits (RoPE on reverse), with
+  6,000 steps RoPE and sinusoidal on reverse fit 3/3 (after 4,100 and 4,500 steps) and RoPE on
+  duplicate 2/3 (5,600); ALiBi and learned never do.
 - Paper vs here, Ruoss et al.'s convention (randomized at evaluation too), fit pairs only:
   +45.6 points for RoPE on reverse, +65.5 for sinusoidal on reverse, +66.3 for RoPE on
   duplicate, +59.1 on average over those 3 pairs (paper: +12.0 on average over all their

@@ -260,10 +260,11 @@ class RunConfig:
 
     @property
     def eval_sampler(self) -> Sampler:
-        """Contiguous positions unless eval.positions == "train"; n-D (grid) positions are
-        coordinates of the task, so they are always kept."""
-        keep = self.eval.positions == "train" or self.positions.position_axes is not None
-        return self.positions if keep else Contiguous()
+        """Contiguous positions unless eval.positions == "train"; positions that come from the
+        task (grid coordinates, coupled digits) are always kept (`evaluation_sampler`)."""
+        if self.eval.positions == "train":
+            return self.positions
+        return samplers.evaluation_sampler(self.positions)
 
     @property
     def fit_length(self) -> int | None:
@@ -320,12 +321,23 @@ class RunConfig:
                     "('grid' for rope_nd with axes=2 on a grid task, 'mrope' for mrope, a 1-D "
                     "sampler otherwise)."
                 )
-            accepted = getattr(sampler, "task_axes", None)  # None: reads no task coordinates
-            if accepted is not None and self.task.position_axes not in accepted:
+            if sampler.task_axes not in (None, self.task.position_axes):
                 raise ValueError(
-                    f"task {self.task.name!r} has no "
-                    f"{' or '.join(f'{a}-D' for a in accepted if a)} coordinates for "
-                    f"the {sampler.name!r} sampler; use a grid task."
+                    f"the {sampler.name!r} position sampler reads {sampler.task_axes} "
+                    f"coordinate(s) per token from the task, but task {self.task.name!r} gives "
+                    f"{self.task.position_axes or 'none'}: use it on a task that provides them "
+                    "('coupled' on 'addition', 'grid' on 'grid'), or a sampler such as "
+                    "'contiguous'."
+                )
+            if self.encoding.needs_increasing_positions and not (
+                sampler.increasing or sampler.position_axes is not None
+            ):
+                raise ValueError(
+                    f"encoding {self.encoding.label()!r} reads a key at a larger position than "
+                    f"its query as a future key, and the {sampler.name!r} sampler gives "
+                    "positions that repeat or decrease over the tokens: pair the sampler with "
+                    "an encoding that uses |distance| or absolute positions (rope, alibi, fire, "
+                    "learned), or use an increasing sampler."
                 )
         self.encoding.check(self.model.dims(), self.max_position())
         if self.eval_encoding is not None:

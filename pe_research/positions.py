@@ -3,12 +3,17 @@
 A sampler is a frozen dataclass with `sample(key, valid_BL, coords_BLA=None)` and
 `max_position(width)`, the largest position it can emit for a batch of that width, which the
 run checks against encodings with a finite table. Its `position_axes` says what it emits: None
-for positions pos_BL (int32), an int A for coordinates pos_BLA. A sampler that reads the task's
-coordinates names the tasks it serves by their `position_axes` in `task_axes`. `coords_BLA` is
-the task's `Batch.coords` (None for 1-D tasks); 1-D samplers ignore it, so on a grid task they
-number the flattened sequence. Padding positions get position 0; the model masks them out as
-keys, and in a causal model no real token attends to them. Every 1-D sampler keeps positions
-strictly increasing over the real tokens.
+for positions pos_BL (int32), an int A for coordinates pos_BLA. `coords_BLA` is the task's
+`Batch.coords` (None for 1-D tasks); 1-D samplers ignore it, so on a grid task they number the
+flattened sequence. `task_axes` says how many task coordinates per token a sampler reads
+(None: none). Padding positions get position 0; the model masks them out as keys, and in a
+causal model no real token attends to them.
+
+Every 1-D sampler keeps positions strictly increasing over the real tokens, except `coupled`,
+which gives the digits of equal significance one position on purpose (its `increasing` is
+False). Causal masking is by token index, never by position, so the model is unaffected; an
+encoding that reads a larger key position as a key in the future (T5's unidirectional buckets,
+xPos's decay) declares `needs_increasing_positions`, and the run refuses that pairing.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Contiguous:
 
     name: ClassVar[str] = "contiguous"
     position_axes: ClassVar[int | None] = None
+    task_axes: ClassVar[int | None] = None
+    increasing: ClassVar[bool] = True
 
     def sample(
         self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
@@ -49,6 +56,8 @@ class Offset:
 
     name: ClassVar[str] = "offset"
     position_axes: ClassVar[int | None] = None
+    task_axes: ClassVar[int | None] = None
+    increasing: ClassVar[bool] = True
     max_offset: int = 256
 
     def __post_init__(self):
@@ -78,6 +87,8 @@ class Randomized:
 
     name: ClassVar[str] = "randomized"
     position_axes: ClassVar[int | None] = None
+    task_axes: ClassVar[int | None] = None
+    increasing: ClassVar[bool] = True
     max_pos: int = 1024
 
     def __post_init__(self):
@@ -126,6 +137,8 @@ class Scaled:
 
     name: ClassVar[str] = "scaled"
     position_axes: ClassVar[int | None] = None
+    task_axes: ClassVar[int | None] = None
+    increasing: ClassVar[bool] = True
     stride: int = 2
 
     def __post_init__(self):
@@ -151,7 +164,8 @@ class Grid:
 
     name: ClassVar[str] = "grid"
     position_axes: ClassVar[int | None] = 2
-    task_axes: ClassVar[tuple[int | None, ...]] = (2,)
+    task_axes: ClassVar[int | None] = 2
+    increasing: ClassVar[bool] = False
 
     def sample(
         self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
@@ -176,6 +190,54 @@ class Grid:
 
 
 @dataclasses.dataclass(frozen=True)
+class Coupled:
+    """Position coupling (Cho et al., 2024, arXiv 2405.20671, "Position Coupling: Improving
+    Length Generalization of Arithmetic Transformers Using Task Structure"): tokens the task
+    couples share one position, e.g. the digits of equal significance in both operands and the
+    sum of `addition` (its convention: tasks.Addition).
+
+    The task gives each token its coupled position in Batch.coords ([B, L, 1]); the sampler adds
+    a random offset o ~ U{0..max_offset} per row to every real token, as the paper does in
+    training so that longer evaluations reuse trained positions (max_offset 0: none).
+    Evaluation keeps the coupling and drops the offset (eval.positions = "train" keeps it too).
+    Positions repeat and are not increasing (see the module docstring). On a task without
+    coupled positions the sampler is an error.
+    """
+
+    name: ClassVar[str] = "coupled"
+    position_axes: ClassVar[int | None] = None
+    task_axes: ClassVar[int | None] = 1
+    increasing: ClassVar[bool] = False
+    max_offset: int = 0
+
+    def __post_init__(self):
+        _check_int("coupled sampler max_offset", self.max_offset, minimum=0)
+
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
+        if coords_BLA is None:
+            raise ValueError(
+                "the coupled position sampler reads each token's coupled position from the task, "
+                "but this task gives none (Batch.coords is None): use a task with coupled "
+                "positions (`addition`), or a sampler such as `contiguous`."
+            )
+        if coords_BLA.shape != (*valid_BL.shape, 1):
+            raise ValueError(
+                f"coupled sampler: coords_BLA must have shape {(*valid_BL.shape, 1)} (B, L, 1), "
+                f"got {tuple(coords_BLA.shape)}: the task must give one coupled position per "
+                "token (a grid's (row, col) are not one)."
+            )
+        B = valid_BL.shape[0]
+        offset_B1 = jax.random.randint(key, (B, 1), 0, self.max_offset + 1, dtype=jnp.int32)
+        return jnp.where(valid_BL, coords_BLA[..., 0] + offset_B1, 0).astype(jnp.int32)
+
+    def max_position(self, width: int) -> int:
+        # A task's coupled positions number groups of its tokens: each < width.
+        return self.max_offset + width - 1
+
+
+@dataclasses.dataclass(frozen=True)
 class MRoPE:
     """Qwen2-VL's 3-D positions (time, height, width) for M-RoPE (`mrope`, arXiv 2409.12191).
 
@@ -185,7 +247,8 @@ class MRoPE:
 
     name: ClassVar[str] = "mrope"
     position_axes: ClassVar[int | None] = 3
-    task_axes: ClassVar[tuple[int | None, ...]] = (None, 2)
+    task_axes: ClassVar[int | None] = None  # a grid's (row, col) when the task has them
+    increasing: ClassVar[bool] = False
 
     def sample(
         self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
@@ -207,15 +270,26 @@ class MRoPE:
         return width - 1
 
 
+def evaluation_sampler(sampler: Sampler) -> Sampler:
+    """The positions evaluation uses unless told to reuse training's (eval.positions "train"):
+    contiguous, except where positions come from the task (n-D coordinates, coupling), which
+    are kept, without a coupled sampler's random offset."""
+    if sampler.position_axes is not None:
+        return sampler
+    if isinstance(sampler, Coupled):
+        return Coupled()
+    return Contiguous()
+
+
 def _check_int(what: str, value: Any, *, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}.")
 
 
-Sampler = Contiguous | Offset | Randomized | Scaled | Grid | MRoPE
+Sampler = Contiguous | Offset | Randomized | Scaled | Grid | Coupled | MRoPE
 
 _REGISTRY: Registry[Sampler] = Registry(
-    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled, Grid, MRoPE)
+    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled, Grid, Coupled, MRoPE)
 )
 names = _REGISTRY.names
 classes = _REGISTRY.classes

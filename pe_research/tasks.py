@@ -40,7 +40,8 @@ class Batch(NamedTuple):
     targets: jax.Array  # token the model should emit at each position
     loss_mask: jax.Array  # positions scored (the answer span)
     valid: jax.Array  # real (non-padding) positions
-    # [B, L, 2] int32 (row, col) of each token on a 2-D grid, 0 at padding; None for 1-D tasks.
+    # [B, L, A] int32 coordinates the task gives each token, 0 at padding: (row, col) on a 2-D
+    # grid (A = 2), the coupled position of a digit in addition (A = 1); None for other tasks.
     coords: jax.Array | None = None
 
 
@@ -162,6 +163,10 @@ class _PromptAnswer(Task):
     ) -> jax.Array:
         """Answer token j of each row (read only where `in_answer`)."""
 
+    def prompt(self, key: jax.Array, x_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
+        """The prompt tokens (read where index < p(n)): the symbols themselves by default."""
+        return x_BT
+
     def _sequence(
         self, key: jax.Array, n_B: jax.Array, T: int
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -175,7 +180,7 @@ class _PromptAnswer(Task):
         answer_BT = self.answer(x_BT, j_BT, n_B1, in_answer)
         seq_BT = jnp.where(
             i_1T < p_B1,
-            x_BT,
+            self.prompt(key, x_BT, n_B1),
             jnp.where(i_1T == p_B1, self.sep, jnp.where(in_answer, answer_BT, self.pad)),
         )
         return seq_BT.astype(jnp.int32), p_B1, m_B1
@@ -432,6 +437,368 @@ class Offset(Task):
         )
 
 
+# -- tasks of the contextual and arithmetic papers ------------------------------------------------
+
+
+def _last_index(flag_BT: jax.Array) -> jax.Array:
+    """For each t, the largest s <= t with flag[s] (-1 if none), int32 [B, T]."""
+    idx_1T = jnp.arange(flag_BT.shape[1], dtype=jnp.int32)[None, :]
+    return jax.lax.cummax(jnp.where(flag_BT, idx_1T, -1), axis=1)
+
+
+def add_reversed(a_BT: jax.Array, b_BT: jax.Array, base: int) -> jax.Array:
+    """Digits of a + b, least significant first (a_BT[:, k] is digit k), base `base`, [B, T].
+
+    Without a sequential scan: the carry out of digit k is the carry generated (digit sum >=
+    base) at the last digit j <= k whose sum is not base - 1 (a sum of base - 1 passes its carry
+    in along). The carry out of the last column is dropped, so give a and b a zero column."""
+    s_BT = a_BT + b_BT
+    last_BT = _last_index(s_BT != base - 1)
+    gen_BT = _gather_BL(s_BT >= base, last_BT, last_BT >= 0) & (last_BT >= 0)
+    carry_in_BT = jnp.pad(gen_BT[:, :-1], ((0, 0), (1, 0))).astype(s_BT.dtype)
+    return (s_BT + carry_in_BT) % base
+
+
+@dataclasses.dataclass(frozen=True)
+class Addition(Task):
+    """Addition in reversed-digit format: `a_0 .. a_n-1 + b_0 .. b_n-1 SEP c_0 .. c_n`.
+
+    The task's length n is the digit count of both operands (drawn like any length); digits are
+    least significant first, in base `alphabet` (10: decimal), uniform, so an operand's most
+    significant digit may be 0 (the zero-padded operands of Cho et al., 2024). The sum c = a + b
+    always has n + 1 digits, the last being the final carry (0 or 1). SEP plays '='. Vocabulary:
+    digits 0..alphabet-1, PAD, SEP, BLANK, PLUS, then `hints` hint tokens when index_hints is on.
+    A sequence has 3n + 3 tokens (a decoder reads 3n + 2 of them: the last is only a target).
+    Only the answer digits are scored; an encoder sees BLANK in their place.
+
+    `index_hints` (Zhou et al., 2024, arXiv 2402.09371, "Transformers Can Achieve Length
+    Generalization But Not Robustly"): each digit is preceded by a hint token h_k naming its
+    significance k, the same hint in both operands and the answer:
+    `h_0 a_0 h_1 a_1 .. + h_0 b_0 .. SEP h_0 c_0 .. h_n c_n`, 6n + 4 tokens. Hints are given,
+    never scored (an encoder keeps them and blanks only the digits). The hint alphabet is fixed
+    at `hints` tokens, so n + 1 <= hints or the run is refused; raise `hints` to the longest
+    evaluated digit count + 1. Hints beyond the training length then appear only at evaluation
+    (rows of the embedding table that training never updated).
+
+    Coupled positions (Cho et al., 2024, arXiv 2405.20671, "Position Coupling"), given to the
+    `coupled` position sampler in Batch.coords ([B, L, 1]): the digit of significance k of a, b
+    and c, and its hint, sit at k + 1; PLUS and SEP at 0 (SEP is then the "digit -1" of the
+    answer: in a decoder the token that predicts c_k always sits one coupled position below a_k
+    and b_k); padding at 0. Our convention; what matters for the method, and what it keeps, is
+    one position per significance. A position sampler that ignores coords numbers the tokens.
+    """
+
+    name = "addition"
+    position_axes = 1
+    alphabet: int = 10
+    index_hints: bool = False
+    hints: int = 256
+
+    @property
+    def plus(self) -> int:
+        return self.alphabet + 3
+
+    def hint(self, k: Any) -> Any:
+        """The hint token of significance k."""
+        return self.alphabet + 4 + k
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 4 + (self.hints if self.index_hints else 0)
+
+    @property
+    def unit(self) -> int:
+        """Tokens per digit: the digit, and its hint before it."""
+        return 2 if self.index_hints else 1
+
+    def check(self) -> None:
+        super().check()
+        if not isinstance(self.index_hints, bool):
+            raise ValueError(
+                f"addition index_hints must be true or false, got {self.index_hints!r}."
+            )
+        if isinstance(self.hints, bool) or not isinstance(self.hints, int) or self.hints < 2:
+            raise ValueError(f"addition hints must be an integer >= 2, got {self.hints!r}.")
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        if self.index_hints and length + 1 > self.hints:
+            raise ValueError(
+                f"addition with index hints: {length}-digit operands have a {length + 1}-digit "
+                f"sum, each digit with its own hint, but the hint alphabet has hints={self.hints}"
+                f" tokens; raise hints to at least {length + 1} (the longest evaluated digit "
+                "count + 1), or evaluate fewer digits."
+            )
+        total = (3 * length + 1) * self.unit + 2
+        return total - 1 if causal else total
+
+    def layout(self, n_B1: jax.Array, T: int) -> dict[str, jax.Array]:
+        """Where each token of [B, T] lies: operand a, b or answer c, the significance k of its
+        digit, whether it is a hint, and the index of PLUS, SEP and the end of the sequence."""
+        u = self.unit
+        i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
+        plus_B1 = n_B1 * u
+        sep_B1 = 2 * n_B1 * u + 1
+        end_B1 = sep_B1 + 1 + (n_B1 + 1) * u
+        in_a = i_1T < plus_B1
+        in_b = (i_1T > plus_B1) & (i_1T < sep_B1)
+        in_c = (i_1T > sep_B1) & (i_1T < end_B1)
+        r_BT = i_1T - jnp.where(in_a, 0, jnp.where(in_b, plus_B1 + 1, sep_B1 + 1))
+        return {
+            "i": i_1T,
+            "in_a": in_a,
+            "in_b": in_b,
+            "in_c": in_c,
+            "k": r_BT // u,
+            "hint": (r_BT % u == 0) & (u == 2),
+            "plus": plus_B1,
+            "sep": sep_B1,
+            "end": end_B1,
+        }
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        B, T = n_B.shape[0], width + 1
+        k_a, k_b = jax.random.split(key)
+        n_B1 = n_B.astype(jnp.int32)[:, None]
+        at = self.layout(n_B1, T)
+        # Digit k of each operand at column k; columns >= n are 0, so column n of c is the carry.
+        in_n = jnp.arange(T, dtype=jnp.int32)[None, :] < n_B1
+        a_BT = jnp.where(in_n, jax.random.randint(k_a, (B, T), 0, self.alphabet, jnp.int32), 0)
+        b_BT = jnp.where(in_n, jax.random.randint(k_b, (B, T), 0, self.alphabet, jnp.int32), 0)
+        c_BT = add_reversed(a_BT, b_BT, self.alphabet)
+        number = at["in_a"] | at["in_b"] | at["in_c"]
+        k_BT = jnp.where(number, at["k"], 0)
+        digit_BT = jnp.where(
+            at["in_a"],
+            _gather_BL(a_BT, k_BT, number),
+            jnp.where(at["in_b"], _gather_BL(b_BT, k_BT, number), _gather_BL(c_BT, k_BT, number)),
+        )
+        i = at["i"]
+        special = jnp.where(
+            i == at["plus"], self.plus, jnp.where(i == at["sep"], self.sep, self.pad)
+        )
+        digit_or_hint = jnp.where(at["hint"], self.hint(k_BT), digit_BT)
+        seq_BT = jnp.where(number, digit_or_hint, special).astype(jnp.int32)
+        answer_BT = at["in_c"] & ~at["hint"]
+        i_1L = i[:, :width]
+        # A decoder reads every token but the last (the last is only a target).
+        valid_BL = jnp.broadcast_to(i_1L < at["end"] - (1 if causal else 0), (B, width))
+        coords_BL1 = jnp.where(valid_BL & number[:, :width], k_BT[:, :width] + 1, 0)[..., None]
+        coords_BL1 = coords_BL1.astype(jnp.int32)
+        if causal:
+            return Batch(
+                inputs=seq_BT[:, :width],
+                targets=seq_BT[:, 1:],
+                loss_mask=answer_BT[:, 1:],
+                valid=valid_BL,
+                coords=coords_BL1,
+            )
+        return Batch(
+            inputs=jnp.where(answer_BT[:, :width], self.blank, seq_BT[:, :width]),
+            targets=seq_BT[:, :width],
+            loss_mask=answer_BT[:, :width],
+            valid=valid_BL,
+            coords=coords_BL1,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class FlipFlop(Task):
+    """Flip-flop language modelling (Liu et al., 2023, arXiv 2306.00946, "Exposing Attention
+    Glitches with Flip-Flop Language Modeling"): `w x r x i x ..`, instructions each followed by
+    a symbol; after a read (r) the symbol is the one of the last write (w); after a write or an
+    ignore (i) it is uniform over the alphabet (their bits: alphabet 2).
+
+    The task's length n is the number of instructions; the first is always w and the last
+    always r (as in the paper), so n < 2 is taken as 2. The others are i with probability
+    `p_ignore` and w or r with (1 - p_ignore) / 2 each: the paper's FFL(p_ignore), trained at
+    FFL(0.8) and tested sparse (0.98) and dense (0.1). A sequence has 2n tokens. Decoder form:
+    teacher forced over the whole sequence, and only the symbols after reads are scored (the
+    others are random); an encoder sees BLANK after each read and is scored there. Vocabulary:
+    symbols 0..alphabet-1, PAD, SEP (unused), BLANK, then w, r, i.
+    """
+
+    name = "flip_flop"
+    alphabet: int = 2
+    p_ignore: float = 0.8
+
+    @property
+    def write(self) -> int:
+        return self.alphabet + 3
+
+    @property
+    def read(self) -> int:
+        return self.alphabet + 4
+
+    @property
+    def ignore(self) -> int:
+        return self.alphabet + 5
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 6
+
+    def check(self) -> None:
+        super().check()
+        p = self.p_ignore
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+            raise ValueError(
+                f"flip_flop p_ignore must be a probability in [0, 1], got {p!r} (the paper "
+                "trains at 0.8)."
+            )
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        return 2 * max(length, 2) - (1 if causal else 0)
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        B, S = n_B.shape[0], width // 2 + 1  # instructions; 2S >= width + 1 tokens
+        k_op, k_sym = jax.random.split(key)
+        n_B1 = jnp.maximum(n_B.astype(jnp.int32), 2)[:, None]
+        s_1S = jnp.arange(S, dtype=jnp.int32)[None, :]
+        u_BS = jax.random.uniform(k_op, (B, S))
+        p_write = (1.0 - self.p_ignore) / 2
+        op_BS = jnp.where(
+            u_BS < self.p_ignore,
+            self.ignore,
+            jnp.where(u_BS < self.p_ignore + p_write, self.write, self.read),
+        )
+        op_BS = jnp.where(s_1S == 0, self.write, jnp.where(s_1S == n_B1 - 1, self.read, op_BS))
+        x_BS = jax.random.randint(k_sym, (B, S), 0, self.alphabet, dtype=jnp.int32)
+        last_write_BS = _last_index(op_BS == self.write)  # >= 0: instruction 0 writes
+        is_read_BS = op_BS == self.read
+        x_BS = jnp.where(is_read_BS, _gather_BL(x_BS, last_write_BS, is_read_BS), x_BS)
+        tokens_BT = jnp.stack([op_BS, x_BS], axis=-1).reshape(B, 2 * S)
+        scored_BT = jnp.stack([jnp.zeros_like(is_read_BS), is_read_BS], axis=-1).reshape(B, 2 * S)
+        i_1T = jnp.arange(2 * S, dtype=jnp.int32)[None, :]
+        real_BT = i_1T < 2 * n_B1
+        seq_BT = jnp.where(real_BT, tokens_BT, self.pad).astype(jnp.int32)
+        scored_BT = scored_BT & real_BT
+        i_1L = i_1T[:, :width]
+        if causal:
+            return Batch(
+                inputs=seq_BT[:, :width],
+                targets=seq_BT[:, 1 : width + 1],
+                loss_mask=scored_BT[:, 1 : width + 1],
+                valid=jnp.broadcast_to(i_1L < 2 * n_B1 - 1, (B, width)),
+            )
+        return Batch(
+            inputs=jnp.where(scored_BT[:, :width], self.blank, seq_BT[:, :width]),
+            targets=seq_BT[:, :width],
+            loss_mask=scored_BT[:, :width],
+            valid=jnp.broadcast_to(i_1L < 2 * n_B1, (B, width)),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SelectiveCopy(_PromptAnswer):
+    """Selective copy (Gu and Dao, 2023; the form used by Golovneva et al., 2024, arXiv
+    2405.18719, CoPE): `x_1 . x_2 . . x_3 .. SEP x_1 x_2 x_3 ..`, n symbols scattered among
+    noise tokens (.), answered by the n symbols in order, the noise left out.
+
+    The task's length n is the number of symbols; the prompt also holds
+    floor(n * noise_percent / 100) noise tokens, placed uniformly at random among the symbols
+    (every interleaving equally likely). The CoPE paper's splits are 128 symbols with 128 noise
+    tokens (noise_percent 100, in distribution), 64 (50, dense) and 256 (200, sparse).
+    Vocabulary: the alphabet, PAD, SEP, BLANK, NOISE.
+    """
+
+    name = "selective_copy"
+    noise_percent: int = 100
+
+    @property
+    def noise(self) -> int:
+        return self.alphabet + 3
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 4
+
+    def check(self) -> None:
+        super().check()
+        value = self.noise_percent
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(
+                f"selective_copy noise_percent must be an integer >= 0 (noise tokens per 100 "
+                f"symbols), got {value!r}."
+            )
+
+    def prompt_length(self, n: Any) -> Any:
+        return n + n * self.noise_percent // 100
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        return _gather_BL(x_BT, j_BT, in_answer_BT)
+
+    def prompt(self, key: jax.Array, x_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
+        i_1T = jnp.arange(x_BT.shape[1], dtype=jnp.int32)[None, :]
+        in_prompt = i_1T < self.prompt_length(n_B1)
+        # The n prompt slots of lowest score hold the symbols: a uniform n-subset of the slots.
+        score_BT = jnp.where(
+            in_prompt, jax.random.uniform(jax.random.fold_in(key, 1), x_BT.shape), 2.0
+        )
+        rank_BT = jnp.argsort(jnp.argsort(score_BT, axis=1), axis=1)
+        symbol_BT = rank_BT < n_B1
+        index_BT = jnp.cumsum(symbol_BT, axis=1, dtype=jnp.int32) - 1
+        return jnp.where(symbol_BT, _gather_BL(x_BT, index_BT, symbol_BT), self.noise)
+
+
+@dataclasses.dataclass(frozen=True)
+class Counting(_PromptAnswer):
+    """Counting: `q x_1 .. x_n SEP d_1 .. d_D`, the number of x_i equal to the query symbol q,
+    written in D = `count_digits` decimal digits, most significant first, zero padded.
+
+    Golovneva et al. (2024, arXiv 2405.18719, CoPE) show counting as a task where positions must
+    count chosen tokens rather than all of them. This is our convention for it (their exact data
+    format is not reproduced): the model must count the occurrences of the symbol named first,
+    anywhere among n uniform symbols. The task's length n is the number of symbols after q;
+    counts reach n, so n <= 10^D - 1 or the run is refused. Only the D digits are scored.
+    Vocabulary: the alphabet, PAD, SEP, BLANK, then the digits 0-9.
+    """
+
+    name = "counting"
+    alphabet: int = 4
+    count_digits: int = 3
+
+    def digit(self, d: Any) -> Any:
+        return self.alphabet + 3 + d
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 13
+
+    def check(self) -> None:
+        super().check()
+        value = self.count_digits
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 9:
+            raise ValueError(f"counting count_digits must be an integer in [1, 9], got {value!r}.")
+
+    def prompt_length(self, n: Any) -> Any:
+        return n + 1
+
+    def answer_length(self, n: Any) -> Any:
+        return self.count_digits
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        if length >= 10**self.count_digits:
+            raise ValueError(
+                f"counting: {length} symbols can hold {length} copies of the query, more than "
+                f"count_digits={self.count_digits} decimal digits write; raise count_digits to "
+                f"at least {len(str(length))}."
+            )
+        return super().seq_len(length, causal)
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        i_1T = jnp.arange(x_BT.shape[1], dtype=jnp.int32)[None, :]
+        stream_BT = (i_1T >= 1) & (i_1T <= n_B1)
+        count_B1 = jnp.sum(
+            stream_BT & (x_BT == x_BT[:, :1]), axis=1, keepdims=True, dtype=jnp.int32
+        )
+        power_BT = jnp.clip(self.count_digits - 1 - j_BT, 0, self.count_digits - 1)
+        return self.digit(count_B1 // 10**power_BT % 10)
+
+
 # -- real text ------------------------------------------------------------------------------------
 
 
@@ -522,7 +889,21 @@ class ByteLM(Task):
 
 
 _REGISTRY: Registry[Task] = Registry(
-    "task", "option", (Copy, Reverse, Offset, Duplicate, CountCopy, Grid, ByteLM)
+    "task",
+    "option",
+    (
+        Copy,
+        Reverse,
+        Offset,
+        Duplicate,
+        CountCopy,
+        Grid,
+        ByteLM,
+        Addition,
+        FlipFlop,
+        SelectiveCopy,
+        Counting,
+    ),
 )
 names = _REGISTRY.names
 classes = _REGISTRY.classes

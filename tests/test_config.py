@@ -57,7 +57,7 @@ def test_checks_tie_encoding_sampler_and_task():
     grid.check()
     with pytest.raises(ValueError, match="needs 2-D positions pos_BLA but the 'contiguous'"):
         dataclasses.replace(grid, positions=positions.get("contiguous")).check()
-    with pytest.raises(ValueError, match="has no 2-D coordinates"):
+    with pytest.raises(ValueError, match="reads 2 coordinate.s. .* task 'copy' gives none"):
         dataclasses.replace(grid, task=tasks.get("copy")).check()
     with pytest.raises(ValueError, match="randomized position range smaller than the sequence"):
         RunConfig(

@@ -27,6 +27,10 @@ FINGERPRINTS = {
     "pe_duplicate": ("1.0.0", "e783160a3cdc9743"),
     "pe_count_copy": ("1.0.0", "eab628ffb3df65b2"),
     "pe_grid": ("1.0.0", "edbe82743a6e0e73"),
+    "pe_addition": ("1.0.0", "a0017a06c6f7d9f4"),
+    "pe_flip_flop": ("1.0.0", "d2d1024044154135"),
+    "pe_selective_copy": ("1.0.0", "75d61559a552ff3d"),
+    "pe_counting": ("1.0.0", "eabed70d16880f00"),
 }
 
 

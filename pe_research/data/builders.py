@@ -1,7 +1,8 @@
 """Frozen evaluation sets of the synthetic tasks as tensorflow-datasets builders (array_record).
 
 One builder per task (`pe_copy`, `pe_reverse`, `pe_offset`, `pe_duplicate`, `pe_count_copy`,
-`pe_grid`), the task with its default options. Named configs are length grids: `L16` holds the
+`pe_grid`, `pe_addition`, `pe_flip_flop`, `pe_selective_copy`, `pe_counting`), the task with its
+default options. Named configs are length grids: `L16` holds the
 default evaluation grid of a model trained at length 16 (16, 32, ..., 128) for decoders,
 `L16-encoder` the same for encoders; `per_length` sequences per length. Building needs no
 TensorFlow: examples are written as array_record and read back with `tfds.data_source`.
@@ -208,8 +209,57 @@ class PeGrid(TaskBuilder):
     ]
 
 
+class PeAddition(TaskBuilder):
+    """Reversed-digit addition, no index hints; lengths are digit counts, and the examples carry
+    the coupled positions (tasks.Addition)."""
+
+    name = "pe_addition"
+    TASK = "addition"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
+class PeFlipFlop(TaskBuilder):
+    """Flip-flop, FFL(0.8); lengths are instruction counts (tasks.FlipFlop)."""
+
+    name = "pe_flip_flop"
+    TASK = "flip_flop"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
+class PeSelectiveCopy(TaskBuilder):
+    """Selective copy, one noise token per symbol (tasks.SelectiveCopy)."""
+
+    name = "pe_selective_copy"
+    TASK = "selective_copy"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
+class PeCounting(TaskBuilder):
+    """Counting the query symbol, 3 decimal digits (tasks.Counting)."""
+
+    name = "pe_counting"
+    TASK = "counting"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
 TASK_BUILDERS: dict[str, type[TaskBuilder]] = {
-    cls.TASK: cls for cls in (PeCopy, PeReverse, PeOffset, PeDuplicate, PeCountCopy, PeGrid)
+    cls.TASK: cls
+    for cls in (
+        PeCopy,
+        PeReverse,
+        PeOffset,
+        PeDuplicate,
+        PeCountCopy,
+        PeGrid,
+        PeAddition,
+        PeFlipFlop,
+        PeSelectiveCopy,
+        PeCounting,
+    )
 }
 """Task name -> its builder."""
 

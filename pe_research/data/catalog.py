@@ -143,7 +143,7 @@ def listing(data_dir: str | Path | None = None) -> str:
             c.name + ("*" if store.is_built(root / cls.name / c.name / version) else "")
             for c in cls.BUILDER_CONFIGS
         ]
-        lines.append(f"  {short:<11} tfds:{cls.name}/CONFIG ({version}): {' '.join(configs)}")
+        lines.append(f"  {short:<14} tfds:{cls.name}/CONFIG ({version}): {' '.join(configs)}")
     lines.append(
         "  (text also builds any file: pe-research data build text --corpus FILE --config NAME)"
     )

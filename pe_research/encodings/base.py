@@ -49,6 +49,10 @@ class Encoding:
     learned: ClassVar[bool] = False
     # None: positions are pos_BL. An int A: positions are pos_BLA, A coordinates per token.
     position_axes: ClassVar[int | None] = None
+    # Whether a causal model's key at a larger position than its query reads as a key in the
+    # future (T5's unidirectional buckets, xPos's decay): such an encoding needs positions
+    # strictly increasing over the tokens, which the `coupled` sampler does not give.
+    needs_increasing_positions: ClassVar[bool] = False
 
     def check(self, dims: Dims, max_position: int) -> None:
         """Raise ValueError, naming the constraint, if this encoding cannot serve these sizes.

@@ -129,6 +129,7 @@ class T5Bias(Encoding):
 
     name = "t5"
     learned = True
+    needs_increasing_positions = True
     num_buckets: int = 32
     max_distance: int = 128
 

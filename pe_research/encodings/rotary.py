@@ -351,6 +351,7 @@ class XPos(Encoding):
     """
 
     name = "xpos"
+    needs_increasing_positions = True
     base: float = 10000.0
     gamma: float = 0.4
     scale_base: float = 512.0
