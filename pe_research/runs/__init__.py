@@ -5,6 +5,7 @@
     directory.py   a run directory's files and lifecycle: prepare, DONE, FAILED, config.json
     claims.py      one process trains a run at a time (LOCK)
     rows.py        tidy rows of finished runs, results.csv
+    events.py      the TensorBoard view of a run: its event file, rebuilt from the JSONL rows
 
 The names below are the public API of run storage (`from pe_research import runs`).
 """
@@ -32,6 +33,13 @@ from pe_research.runs.directory import (
     prepare,
     read_versions,
 )
+from pe_research.runs.events import (
+    EventLog,
+    event_files,
+    open_events,
+    write_all_events,
+    write_events,
+)
 from pe_research.runs.files import WriteError, read_jsonl, write_atomic, write_error, write_jsonl
 from pe_research.runs.provenance import code_version, source_revision, versions
 from pe_research.runs.rows import (
@@ -58,5 +66,6 @@ __all__ = [
     "eval_rows", "failed_rows", "failure", "find_runs", "is_done", "is_failed", "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",
     "release", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
-    "write_error", "write_jsonl",
+    "write_error", "write_jsonl", "EventLog", "event_files", "open_events", "write_all_events",
+    "write_events",
 ]  # fmt: skip
