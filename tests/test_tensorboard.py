@@ -14,10 +14,10 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from tensorboardX.proto import event_pb2
+from test_checkpoint import kill_when
 
 from pe_research import cli, runs
 from pe_research.training import checkpoints
-from test_checkpoint import kill_when
 
 FLAGS = [
     "--no-progress",

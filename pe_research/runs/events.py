@@ -31,7 +31,7 @@ from tensorboardX.proto import event_pb2
 from tensorboardX.record_writer import RecordWriter
 
 from pe_research.metrics import METRICS as METRIC_NAMES
-from pe_research.runs.directory import CONFIG, EVAL, FIT, METRICS, is_finished
+from pe_research.runs.directory import CONFIG, EVAL, FIT, METRICS, finished_runs
 from pe_research.runs.files import read_jsonl, write_error
 
 EVENTS = "events.out.tfevents"
@@ -155,11 +155,7 @@ def write_all_events(paths: list[Path]) -> list[Path]:
     """Rebuild the event file of every finished run (DONE or FAILED) at or below each path;
     returns the files written. Unfinished runs are skipped: the process training one owns its
     file (and rebuilds it when it resumes). ValueError if there is no finished run."""
-    found = set()
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f"{p} does not exist.")
-        found.update(c.parent for c in p.rglob(CONFIG) if is_finished(c.parent))
+    found = {d for p in paths for d in finished_runs(p)}
     if not found:
         raise ValueError(
             f"No finished runs (directories with {CONFIG} and DONE or FAILED) under "
