@@ -65,10 +65,13 @@ class EventLog:
 
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
-        fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".events.", suffix=".tmp")
-        os.close(fd)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".events.", suffix=".tmp")
+            os.close(fd)
+            self._writer = RecordWriter(tmp)
+        except OSError as e:
+            raise write_error(self.run_dir / EVENTS, e) from None
         self._tmp, self.path = Path(tmp), None
-        self._writer = RecordWriter(tmp)
         self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
 
     def _write(self, event: event_pb2.Event) -> None:
