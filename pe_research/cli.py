@@ -7,6 +7,7 @@ pe-research properties [--out DIR] [--encodings NAME[:K=V,...]...] [--results SW
 pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
 pe-research data build TASK --config NAME [--data-dir DIR] | data build text [--corpus FILE]
+pe-research tensorboard DIR...
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import jax
 import tyro
 
 from pe_research import bench as bench_lib
+from pe_research import runs
 from pe_research.config import RunConfig
 from pe_research.data import catalog
 from pe_research.essay import analysis, report
@@ -227,6 +229,15 @@ def bench(
     )
 
 
+def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:
+    """Rebuild the TensorBoard event file of every finished run at or below PATHS from its JSONL
+    files (runs trained before event files existed, or whose file was deleted). Training writes
+    and updates these files itself; view them with `tensorboard --logdir DIR`.
+    """
+    written = runs.write_all_events(paths)
+    print(f"Wrote {len(written)} event files. View them: tensorboard --logdir {paths[0]}")
+
+
 COMMANDS = {
     "train": train,
     "sweep": sweep,
@@ -235,6 +246,7 @@ COMMANDS = {
     "analyze": analyze,
     "bench": bench,
     "data": data,
+    "tensorboard": tensorboard,
 }
 
 
@@ -245,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
             prog="pe-research",
             description=(
                 "Positional encodings for transformers: train, sweep, plot, properties, analyze, "
-                "data."
+                "data, tensorboard."
             ),
             args=argv,
             config=(tyro.conf.OmitSubcommandPrefixes,),

@@ -18,6 +18,7 @@ MISSING=(
     tensorflow-datasets==4.9.10 dm-tree==0.1.10 immutabledict==4.3.1 simple-parsing==0.1.9
     tensorflow-metadata==1.21.0 googleapis-common-protos==1.76.0 termcolor==3.3.0 toml==0.10.2
     importlib-resources==7.1.0
+    tensorboardx==2.6.5  # event files (pe_research.runs.events); pure Python
     # The image has protobuf, at a version nobody recorded; tensorflow-metadata's generated code
     # needs a runtime >= 6.31.1 and is imported with tensorflow_datasets, so bring our own.
     protobuf==7.36.2

@@ -5,6 +5,8 @@
     directory.py   a run directory's files and lifecycle: prepare, DONE, FAILED, config.json
     claims.py      one process trains a run at a time (LOCK)
     rows.py        tidy rows of finished runs, results.csv
+    events.py      the TensorBoard view of a run: its event file, rebuilt from the JSONL rows
+    frame.py       every run under a folder as a pandas DataFrame (pe_research.results.load)
 
 The names below are the public API of run storage (`from pe_research import runs`).
 """
@@ -23,6 +25,8 @@ from pe_research.runs.directory import (
     clear_failure,
     failure,
     find_runs,
+    finished_runs,
+    flat_config,
     is_done,
     is_failed,
     is_finished,
@@ -32,7 +36,15 @@ from pe_research.runs.directory import (
     prepare,
     read_versions,
 )
+from pe_research.runs.events import (
+    EventLog,
+    event_files,
+    open_events,
+    write_all_events,
+    write_events,
+)
 from pe_research.runs.files import WriteError, read_jsonl, write_atomic, write_error, write_jsonl
+from pe_research.runs.frame import FRAME_COLUMNS, full_config, load_frame
 from pe_research.runs.provenance import code_version, source_revision, versions
 from pe_research.runs.rows import (
     CSV_COLUMNS,
@@ -58,5 +70,6 @@ __all__ = [
     "eval_rows", "failed_rows", "failure", "find_runs", "is_done", "is_failed", "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",
     "release", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
-    "write_error", "write_jsonl",
+    "write_error", "write_jsonl", "EventLog", "event_files", "open_events", "write_all_events",
+    "write_events", "FRAME_COLUMNS", "finished_runs", "flat_config", "full_config", "load_frame",
 ]  # fmt: skip

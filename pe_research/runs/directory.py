@@ -142,7 +142,7 @@ def check_same_config(run_dir: Path, cfg: RunConfig) -> None:
     recorded = load_config(run_dir)
     if recorded == cfg:
         return
-    ours, theirs = _flat(cfg.to_dict()), _flat(recorded.to_dict())
+    ours, theirs = flat_config(cfg.to_dict()), flat_config(recorded.to_dict())
     diffs = [
         f"{k}: {theirs.get(k, '(missing)')!r} in the file, {ours.get(k, '(missing)')!r} expected"
         for k in sorted(set(ours) | set(theirs))
@@ -155,11 +155,12 @@ def check_same_config(run_dir: Path, cfg: RunConfig) -> None:
     )
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_config(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as one level with dotted keys ("model.d_model")."""
     out: dict[str, Any] = {}
     for k, v in d.items():
         if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
+            out.update(flat_config(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
     return out
@@ -179,6 +180,15 @@ def find_runs(paths: Iterable[Path | str]) -> list[Path]:
             f"No finished runs (directories with a {DONE} file) under {', '.join(map(str, paths))}."
         )
     return sorted(found)
+
+
+def finished_runs(path: Path | str) -> list[Path]:
+    """Run directories at or below `path` that finished (DONE) or failed for good (FAILED),
+    sorted; [] if none. FileNotFoundError if `path` does not exist."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist.")
+    return sorted({c.parent for c in path.rglob(CONFIG) if is_finished(c.parent)})
 
 
 def read_versions(run_dir: Path) -> dict[str, Any]:

@@ -111,9 +111,10 @@ def train_group(
         run_dirs, model_of, keys, every=checkpoint_every, last=cfg.train.steps
     )
     fit_check = evaluate.make_fit_check(cfg, prog.graphdef) if cfg.train.stop_when_fit else None
-    with log, ckpt:
-        state = _loop(cfg, prog, state, start, log, ckpt, progress, fit_check)
-    _evaluate_and_finish(cfgs, run_dirs, prog.graphdef, state.params, model_of, log, progress)
+    with log:
+        with ckpt:
+            state = _loop(cfg, prog, state, start, log, ckpt, progress, fit_check)
+        _evaluate_and_finish(cfgs, run_dirs, prog.graphdef, state.params, model_of, log, progress)
     return prog.graphdef, state.params
 
 
@@ -235,11 +236,11 @@ def _evaluate_and_finish(
     progress: bool,
 ) -> None:
     """One evaluation of all seeds per way of evaluating (evaluation encoding and settings);
-    each run that did not fail gets its eval.jsonl, then DONE."""
+    each run that did not fail gets its eval.jsonl (and eval events), then DONE."""
     for how in dict.fromkeys((c.eval_encoding, c.eval) for c in cfgs):
         eval_cfg = dataclasses.replace(cfgs[0], eval_encoding=how[0], eval=how[1])
         rows_S = evaluate.evaluate_packed(eval_cfg, graphdef, params_S, progress=progress)
         for r in log.live():
             if (cfgs[r].eval_encoding, cfgs[r].eval) == how:
-                runs.write_jsonl(run_dirs[r] / runs.EVAL, rows_S[model_of[r]])
+                log.write_eval(r, rows_S[model_of[r]])
                 runs.mark_done(run_dirs[r])

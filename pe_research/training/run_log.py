@@ -1,9 +1,11 @@
 """The run log of a packed program: each run's metrics.jsonl (and fit.jsonl when training stops
-once fit) and whether the run has failed.
+once fit), eval.jsonl, its TensorBoard event file, and whether the run has failed.
 
 Rows are appended as training goes; a run whose loss becomes NaN or inf is marked failed (its
 FAILED file, with the step) and gets no more rows. Rows after the step a run resumes from
-(logged after the checkpoint it restarts at) are dropped first, so the file reads as one run.
+(logged after the checkpoint it restarts at) are dropped first, so the file reads as one run;
+the event file is then rebuilt from the rows kept (runs.events) and takes each new row after
+its JSONL file has it.
 """
 
 from __future__ import annotations
@@ -55,12 +57,13 @@ class RunLog:
         self._fit_files = (
             [] if fit_threshold is None else [_open_rows(d / runs.FIT, start) for d in run_dirs]
         )
+        self._events = [runs.open_events(d) for d in run_dirs]  # after the rows are cut back
 
     def __enter__(self) -> RunLog:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for f in self._files + self._fit_files:
+        for f in self._files + self._fit_files + self._events:
             f.close()
 
     def live(self) -> list[int]:
@@ -115,12 +118,20 @@ class RunLog:
     def _advice(self) -> str:
         return f"lower learning_rate (now {self.learning_rate}) or raise warmup_steps"
 
+    def write_eval(self, r: int, rows: list[dict[str, Any]]) -> None:
+        """Write run r's eval.jsonl (one row per evaluation length), then its eval events."""
+        runs.write_jsonl(self.run_dirs[r] / runs.EVAL, rows)
+        for row in rows:
+            self._events[r].add(runs.EVAL, row, flush=False)
+        self._events[r].flush()
+
     def _append(self, r: int, row: dict[str, Any], files: list[Any], name: str) -> None:
         try:
             files[r].write(json.dumps(row) + "\n")
             files[r].flush()
         except OSError as e:  # a full disk says what to do, not just its errno
             raise runs.write_error(self.run_dirs[r] / name, e) from None
+        self._events[r].add(name, row)
 
 
 def _open_rows(path: Path, start: int):
