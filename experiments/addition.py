@@ -54,11 +54,11 @@ task learnable at all: with contiguous positions no encoding adds 1-8 digit numb
 1.5x and 2x longer numbers in some seeds only (.53 and .35 with seed spreads of .4) and none at
 3x-4x, far from the paper's 6.7x with a model trained on 1-30 digits: positions beyond 9 are
 never seen in training here, and the paper's 1-layer model trains far longer. FIRE and ALiBi
-with coupling do not fit within 2,000 steps (token accuracy .51 and .30 at 8; FIRE fits one
-seed at .34 by the cap), and why they use the coupling less well than RoPE is not established
-here; learned absolute positions with the random offset do not train in 2,000 steps (each
-position is drawn at about 1/25 of the rate). Contiguous runs did not fit, so their
-numbers beyond 8 say nothing about the encodings.
+with coupling do not fit within 2,000 steps (token accuracy .51 and .30 at 8; one FIRE seed
+reaches .34 exact match by the cap), and why they use the coupling less well than RoPE is not
+established here. Learned absolute positions with the random offset do not train in 2,000
+steps (each position is drawn at about 1/25 of the rate). Contiguous runs did not fit, so
+their numbers beyond 8 say nothing about the encodings.
 """
 
 import dataclasses
