@@ -36,6 +36,7 @@ where float32 stops counting integers, gives NaN. Measured (gradient of rotate, 
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Literal
 
@@ -157,7 +158,7 @@ def rotate_blocks(x_BLHK: jax.Array, rot_BLHGCE: jax.Array) -> jax.Array:
 
 
 @dataclasses.dataclass(frozen=True)
-class _BlockRotation(Encoding):
+class _BlockRotation(Encoding, abc.ABC):
     """Hyper-parameters, checks and the rotate hook shared by LieRE and ComRoPE; a subclass
     says how its parameters make the generators (`generators`) and how they start (`_init`)."""
 
@@ -235,12 +236,13 @@ class _BlockRotation(Encoding):
         self.check(dims, 0)
         return self._init(key, dims)
 
+    @abc.abstractmethod
     def _init(self, key: jax.Array, dims: Dims) -> Params:
-        raise NotImplementedError
+        """This layer's parameters, for sizes that `check` accepted."""
 
+    @abc.abstractmethod
     def generators(self, params: Params) -> jax.Array:
         """gen_HAGCE: the skew-symmetric, block-diagonal generators of this layer's heads."""
-        raise NotImplementedError
 
     def _positions(self, pos: jax.Array, x_BLHK: jax.Array) -> jax.Array:
         """pos_BLA (A = 1 for 1-D positions), broadcast to x's batch."""

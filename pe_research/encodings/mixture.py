@@ -17,6 +17,7 @@ Conventions:
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Callable
 from typing import ClassVar
@@ -29,17 +30,18 @@ from pe_research.encodings.rotary import RoPE
 
 
 @dataclasses.dataclass(frozen=True)
-class LayerMixture(Encoding):
+class LayerMixture(Encoding, abc.ABC):
     """Base of per-layer mixtures: subclasses say which member serves each layer (`member`)."""
 
     name = "layer_mixture"
 
+    @abc.abstractmethod
     def member(self, layer: int) -> Encoding:
-        raise NotImplementedError
+        """The encoding of attention layer `layer` (0-based)."""
 
+    @abc.abstractmethod
     def members(self) -> tuple[Encoding, ...]:
         """The distinct members, in the order of the layers that first use them."""
-        raise NotImplementedError
 
     def for_layer(self, layer: int, num_layers: int) -> Encoding:
         return self.member(layer)
