@@ -309,6 +309,13 @@ class RunConfig:
                 "at or below it: add the training length to --eval.lengths."
             )
 
+        # The encodings' own checks come before anything reads them (position_axes, hooks): a
+        # per-layer mixture's members, for one, exist only once its pattern is known to be valid.
+        max_position = self.max_position()
+        self.encoding.check(self.model.dims(), max_position)
+        if self.eval_encoding is not None:
+            self.eval_encoding.check(self.model.dims(), max_position)
+
         def form(axes: int | None) -> str:
             return "1-D positions pos_BL" if axes is None else f"{axes}-D positions pos_BLA"
 
@@ -339,9 +346,6 @@ class RunConfig:
                     "an encoding that uses |distance| or absolute positions (rope, alibi, fire, "
                     "learned), or use an increasing sampler."
                 )
-        self.encoding.check(self.model.dims(), self.max_position())
-        if self.eval_encoding is not None:
-            self.eval_encoding.check(self.model.dims(), self.max_position())
 
     # -- config.json -----------------------------------------------------------------------------
 

@@ -245,6 +245,9 @@ class Transformer(nnx.Module):
 
     def __init__(self, cfg: ModelConfig, encoding: Encoding, vocab_size: int, *, rngs: nnx.Rngs):
         cfg.check()
+        # Before any hook is called (for_layer, init_*): the encoding's hyper-parameters and the
+        # sizes it needs. The largest position a run feeds is checked by RunConfig.check.
+        encoding.check(cfg.dims(), 0)
         self.encoding = encoding
         self.compute_dtype = cfg.compute_dtype
         # Unit-variance token embeddings: the scale of Vaswani et al.'s sqrt(d_model) rescaling,

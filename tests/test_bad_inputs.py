@@ -87,6 +87,9 @@ Bad inputs and what each produces (the tests match the quoted parts):
 28. corrupt or truncated checkpoint
     -> covered by tests/test_checkpoint.py (detected, reported, resumed from the previous good
        one)
+29. an empty mixture pattern: train copy mixture --pattern
+    -> exit 2; "mixture pattern is empty: name one encoding per layer"; every encoding's check
+       runs before anything reads the encoding (test_encoding_checks_run_before_any_hook)
 
 The file-system faults are real: a folder without write permission (entered as an unprivileged
 user when the tests run as root), a path through a regular file, and the kernel's file size
@@ -94,6 +97,7 @@ limit (RLIMIT_FSIZE), which fails a write the way a full disk does (EFBIG instea
 """
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -106,6 +110,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from flax import nnx
 
 from pe_research import cli, encodings, runs, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
@@ -196,6 +201,11 @@ CONFIG_ERRORS = [
      r"undefined for a bidirectional model \(causal=False\): use a causal model"),
     ("rope_nd on 1-D positions", ["copy", "rope_nd"],
      r"needs 2-D positions pos_BLA but the 'contiguous' position sampler gives 1-D positions"),
+    ("empty mixture pattern", ["copy", "mixture", "--pattern"],
+     r"mixture pattern is empty: name one encoding per layer, for example --pattern rope"),
+    ("mixture member that cannot serve the model",
+     ["--model.d-model", "24", "--model.num-heads", "8", "copy", "mixture", "--pattern", "nope",
+      "rope"], r"head_dim for rotary encodings must be even, got 3"),
 ]  # fmt: skip
 
 
@@ -455,3 +465,30 @@ def test_full_disk_when_a_run_starts_leaves_no_run_directory(tmp_path):
     assert "Traceback" not in proc.stderr
     assert re.search(r"could not write .*config.json \(File too large\): free some", proc.stderr)
     assert not (tmp_path / "a").exists()
+
+
+class _Refused(encodings.NoPE):
+    """An encoding whose check refuses every size, and which records anything read of it."""
+
+    read: list = []  # noqa: RUF012 (one list shared by the test)
+
+    def check(self, dims, max_position):
+        raise ValueError("refused by check")
+
+    def __getattribute__(self, name):
+        if name not in ("check", "__class__", "__dict__") and not name.startswith("__"):
+            type(self).read.append(name)
+        return super().__getattribute__(name)
+
+
+def test_encoding_checks_run_before_any_hook():
+    """RunConfig.check and the model call the encoding's check before any hook or property of
+    the encoding is read (issue 22: an empty mixture pattern crashed in position_axes)."""
+    from pe_research.model import Transformer
+
+    cfg = dataclasses.replace(TINY, encoding=_Refused())
+    for build in (cfg.check, lambda: Transformer(cfg.model, cfg.encoding, 8, rngs=nnx.Rngs(0))):
+        _Refused.read.clear()
+        with pytest.raises(ValueError, match="refused by check"):
+            build()
+        assert _Refused.read == [], f"read before its check: {_Refused.read}"

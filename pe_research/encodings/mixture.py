@@ -124,14 +124,18 @@ class Mixture(LayerMixture):
         object.__setattr__(self, "pattern", tuple(self.pattern))
 
     def check(self, dims: Dims, max_position: int) -> None:
+        self._check_pattern()
+        super().check(dims, max_position)
+
+    def _check_pattern(self) -> None:
         if not self.pattern:
             raise ValueError(
                 "mixture pattern is empty: name one encoding per layer, for example "
                 "--pattern rope rope rope nope (after the encoding name mixture)."
             )
-        super().check(dims, max_position)
 
     def member(self, layer: int) -> Encoding:
+        self._check_pattern()  # even when asked before check: no bare ZeroDivisionError
         name = self.pattern[layer % len(self.pattern)]
         known = self.catalog()
         if name not in known:
