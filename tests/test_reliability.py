@@ -18,6 +18,8 @@ code version of every run recorded and checked.
 import csv
 import dataclasses
 import json
+import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -25,7 +27,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 import pe_research
-from pe_research import encodings, runs, tasks
+from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.sweeps import plotting, summary, sweep
 
@@ -224,3 +226,36 @@ def test_a_diverging_run_is_marked_failed_and_the_sweep_goes_on(tmp_path, capsys
 
     done = sweep.run_sweep(cfgs, tmp_path, progress=False, retry_failed=True)
     assert done.failed == [dirs[0]] and runs.failure(dirs[0])["step"] == record["step"]
+
+
+# -- file modes (issue 22, item 2) ----------------------------------------------------------------
+
+
+@pytest.fixture
+def umask():
+    """Set the process umask for one test, and restore it after."""
+    old = os.umask(0o022)
+    yield os.umask
+    os.umask(old)
+
+
+def test_run_files_follow_the_umask(tmp_path, umask):
+    """Every file of a finished run (config.json, eval.jsonl, event file, checkpoints, DONE) is
+    readable by group and others under umask 022, as files any program creates are: the atomic
+    writes go through temporary files that are created private and renamed."""
+    umask(0o022)
+    run_dir = tmp_path / "run"
+    train.train(TINY, run_dir, progress=False)
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert {runs.CONFIG, runs.EVAL, runs.DONE} <= {p.name for p in files}
+    assert any(p.name.startswith("events.out.tfevents") for p in files)
+    private = [str(p.relative_to(run_dir)) for p in files if p.stat().st_mode & 0o044 != 0o044]
+    assert not private, f"files not readable by group and others under umask 022: {private}"
+
+
+def test_atomic_writes_take_the_mode_the_umask_gives(tmp_path, umask):
+    for mask, mode in ((0o022, 0o644), (0o077, 0o600), (0o002, 0o664)):
+        umask(mask)
+        path = tmp_path / f"file-{mask:o}.json"
+        runs.write_atomic(path, "{}")
+        assert stat.S_IMODE(path.stat().st_mode) == mode, (oct(mask), oct(path.stat().st_mode))

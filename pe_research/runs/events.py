@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from tensorboardX.record_writer import RecordWriter
 
 from pe_research.metrics import METRICS as METRIC_NAMES
 from pe_research.runs.directory import CONFIG, EVAL, FIT, METRICS, finished_runs
-from pe_research.runs.files import read_jsonl, write_error
+from pe_research.runs.files import read_jsonl, temp_file, write_error
 
 EVENTS = "events.out.tfevents"
 """TensorBoard reads every file with "tfevents" in its name; ours start with this."""
@@ -66,7 +65,7 @@ class EventLog:
     def __init__(self, run_dir: Path):
         self.run_dir = Path(run_dir)
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.run_dir, prefix=".events.", suffix=".tmp")
+            fd, tmp = temp_file(self.run_dir, ".events.")
             os.close(fd)
             self._writer = RecordWriter(tmp)
         except OSError as e:

@@ -17,6 +17,38 @@ from pathlib import Path
 from typing import Any
 
 
+def umask() -> int:
+    """The process's file mode creation mask, read without changing it where the system allows
+    (Linux: /proc/self/status), since os.umask can only be read by setting it, which races with
+    other threads creating files."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def temp_file(folder: Path, prefix: str) -> tuple[int, str]:
+    """A new temporary file in `folder` for a file that will be renamed into place: (fd, path).
+
+    tempfile.mkstemp creates it readable by its owner only (0600), and a rename keeps that mode,
+    so the file is given the mode any file this program creates gets (0666 less the umask):
+    collaborators on a shared file system can read the results.
+    """
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~umask())
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old file or the whole new one.
 
@@ -24,7 +56,7 @@ def write_atomic(path: Path, text: str) -> None:
     """
     path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = temp_file(path.parent, f".{path.name}.")
     except OSError as e:
         raise write_error(path, e) from None
     try:
