@@ -99,7 +99,7 @@ def sweep(
         raise ValueError(f"--workers must be >= 1, got {workers}: give a number of processes.")
     sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
-    sweep_lib.run_experiment(
+    done, _ = sweep_lib.run_experiment(
         experiment,
         out,
         scale=scale,
@@ -112,6 +112,15 @@ def sweep(
         summarize=summarize,
         tasks=tasks or None,
     )
+    if done.abandoned:  # a scheduler or script must not read this as success
+        logs = ", ".join(done.failed_workers)
+        print(
+            f"pe-research: error: {len(done.abandoned)} run(s) left unfinished because a worker "
+            f"of this command failed (see {logs}); rerun the same command to resume them from "
+            "their checkpoints.",
+            file=sys.stderr,
+        )
+        sys.exit(1)
 
 
 def plot(

@@ -330,3 +330,76 @@ def test_workers_share_the_sweep_and_the_first_process_writes_the_results(tmp_pa
     assert "Wrote " in output and "Wrote " not in worker  # the results come from this process
     with open(out / "results.csv", newline="") as f:
         assert len(list(csv.DictReader(f))) == 2 * len(expected)
+
+
+_POPEN = subprocess.Popen
+
+
+class _Worker:
+    """Stands in for a `--workers` process (subprocess.Popen) that fails: when waited for, it has
+    exited with status -9, and if it `dies_holding` a run, that run is unfinished under the stale
+    claim of the dead process `pid` (a worker killed with SIGKILL mid-training)."""
+
+    def __init__(self, dies_holding, pid):
+        self.dies_holding, self.pid, self.returncode = dies_holding, pid, None
+
+    def __call__(self, command, *args, **kwargs):
+        if "pe_research.cli" not in command:  # other programs (git, for provenance) run
+            return _POPEN(command, *args, **kwargs)
+        if self.dies_holding is not None:  # claimed at once: the sweep leaves the run to it
+            assert runs.try_claim(self.dies_holding)
+        return self
+
+    def wait(self):
+        if self.dies_holding is not None:
+            owner = {"host": socket.gethostname(), "pid": self.pid}
+            (self.dies_holding / runs.LOCK).write_text(json.dumps(owner))
+        self.returncode = -9
+        return self.returncode
+
+    def poll(self):
+        return self.returncode
+
+
+@pytest.mark.parametrize("holder", ["dead-worker", "live-process"])
+def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
+    tmp_path, monkeypatch, capsys, holder
+):
+    """`sweep --workers 2` with a worker killed while it held a run: the command exits 1 (a
+    scheduler must not read it as success) and the rerun finishes the sweep with status 0. When
+    the unfinished run belongs to another live process, a failed worker does not fail the
+    command."""
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+    out = tmp_path / "out"
+    cfgs = experiments.experiment_runs(experiments.load_experiment(str(experiment)))
+    first = sweep.run_dir_for(out, cfgs[0])
+    if holder == "live-process":
+        assert runs.try_claim(first)  # this test's process: alive
+    monkeypatch.setattr(
+        sweep.subprocess, "Popen", _Worker(first if holder == "dead-worker" else None, dead_pid())
+    )
+    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    monkeypatch.setattr(train, "train_group", fake_train_group([]))
+    argv = ["sweep", str(experiment), "--out", str(out), "--no-progress", "--workers", "2"]
+
+    def sweep_status():
+        try:
+            cli.main(argv)
+        except SystemExit as e:
+            return e.code
+        return 0
+
+    status = sweep_status()
+    captured = capsys.readouterr()
+    assert "Worker 1 exited with status -9" in captured.out
+    assert all(runs.is_done(sweep.run_dir_for(out, c)) for c in cfgs[1:])
+    assert not runs.is_finished(first)
+    if holder == "dead-worker":
+        assert status == 1
+        assert "1 run(s) left unfinished because a worker of this command failed" in captured.err
+        argv[-1] = "1"  # the rerun, alone, takes the stale claim over and finishes the run
+        assert sweep_status() == 0 and runs.is_done(first)
+    else:
+        assert status == 0 and "left unfinished because" not in captured.err
+        runs.release(first)

@@ -11,7 +11,7 @@
 The names below are the public API of run storage (`from pe_research import runs`).
 """
 
-from pe_research.runs.claims import claim_holder, release, try_claim
+from pe_research.runs.claims import claim_holder, is_claimed, release, try_claim
 from pe_research.runs.directory import (
     CHECKPOINTS,
     CONFIG,
@@ -67,7 +67,8 @@ __all__ = [
     "FIT", "LOCK", "METRICS", "UNFIT", "fit_verdict", "first_fit_step", "is_unfit_series",
     "mark_unfit", "series_order", "in_distribution_length", "is_failed_row",
     "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
-    "eval_rows", "failed_rows", "failure", "find_runs", "is_done", "is_failed", "is_finished",
+    "eval_rows", "failed_rows", "failure", "find_runs", "is_claimed", "is_done", "is_failed",
+    "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",
     "release", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
     "write_error", "write_jsonl", "EventLog", "event_files", "open_events", "write_all_events",

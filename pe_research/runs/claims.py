@@ -130,6 +130,16 @@ def claim_holder(run_dir: Path) -> str | None:
     return f"{owner['host']} pid {owner['pid']} since {owner.get('since', '?')}"
 
 
+def is_claimed(run_dir: Path) -> bool:
+    """Whether a live process (or one on another host, which cannot be checked) holds the claim
+    on `run_dir`; a claim left by a dead process on this host is not a claim."""
+    path = Path(run_dir) / LOCK
+    try:
+        return not _is_stale(path, path.read_text())
+    except FileNotFoundError:
+        return False
+
+
 def release(run_dir: Path) -> None:
     """Remove our claim on `run_dir` (a claim held by another process is left alone)."""
     path = Path(run_dir) / LOCK

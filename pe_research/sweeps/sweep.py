@@ -111,6 +111,11 @@ class SweepResult:
     unfinished: list[Path] = dataclasses.field(default_factory=list)
     """Runs this process started whose group stopped (TrainingDiverged) before they finished or
     were marked failed: the next run of the sweep trains them again."""
+    failed_workers: list[str] = dataclasses.field(default_factory=list)
+    """Worker processes of this command (`--workers`) that exited with an error, by log file."""
+    abandoned: list[Path] = dataclasses.field(default_factory=list)
+    """Runs left unfinished, and claimed by no live process, after a worker of this command
+    failed: the command did not do its job (`pe-research sweep` exits with status 1)."""
 
     @property
     def finished(self) -> list[Path]:
@@ -345,6 +350,11 @@ def run_experiment(
         for i, (proc, log) in enumerate(helpers, start=1):
             if proc.wait() != 0:
                 print(f"Worker {i} exited with status {proc.returncode}: see {log.name}.")
+                done.failed_workers.append(log.name)
+        if done.failed_workers:  # what no live process will finish was the failed workers' share
+            done.abandoned = [
+                d for d in done.dirs if not runs.is_finished(d) and not runs.is_claimed(d)
+            ]
     finally:
         for proc, log in helpers:
             if proc.poll() is None:
