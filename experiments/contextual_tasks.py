@@ -6,7 +6,7 @@ Command (from the repository root):
     pe-research sweep contextual_tasks --workers 2
     pe-research sweep contextual_tasks --scale gpu
 
-Tasks (tasks.py), decoder form, exact match over the scored tokens:
+Tasks (tasks/contextual.py), decoder form, exact match over the scored tokens:
 - flip_flop: Liu et al. (2023, arXiv 2306.00946) FFL(0.8), n instructions w/r/i each followed
   by a bit; the bits after reads (the last written bit) are scored.
 - selective_copy: n symbols scattered among n noise tokens, answered by the symbols in order.

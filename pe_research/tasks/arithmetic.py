@@ -1,0 +1,166 @@
+"""Arithmetic in reversed-digit format: addition (Zhou et al., 2024; Cho et al., 2024)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from pe_research.tasks.base import Batch, Task, gather_BL, last_index
+
+
+def add_reversed(a_BT: jax.Array, b_BT: jax.Array, base: int) -> jax.Array:
+    """Digits of a + b, least significant first (a_BT[:, k] is digit k), base `base`, [B, T].
+
+    Without a sequential scan: the carry out of digit k is the carry generated (digit sum >=
+    base) at the last digit j <= k whose sum is not base - 1 (a sum of base - 1 passes its carry
+    in along). The carry out of the last column is dropped, so give a and b a zero column."""
+    s_BT = a_BT + b_BT
+    last_BT = last_index(s_BT != base - 1)
+    gen_BT = gather_BL(s_BT >= base, last_BT, last_BT >= 0) & (last_BT >= 0)
+    carry_in_BT = jnp.pad(gen_BT[:, :-1], ((0, 0), (1, 0))).astype(s_BT.dtype)
+    return (s_BT + carry_in_BT) % base
+
+
+@dataclasses.dataclass(frozen=True)
+class Addition(Task):
+    """Addition in reversed-digit format: `a_0 .. a_n-1 + b_0 .. b_n-1 SEP c_0 .. c_n`.
+
+    The task's length n is the digit count of both operands (drawn like any length); digits are
+    least significant first, in base `alphabet` (10: decimal), uniform, so an operand's most
+    significant digit may be 0 (the zero-padded operands of Cho et al., 2024). The sum c = a + b
+    always has n + 1 digits, the last being the final carry (0 or 1). SEP plays '='. Vocabulary:
+    digits 0..alphabet-1, PAD, SEP, BLANK, PLUS, then `hints` hint tokens when index_hints is on.
+    A sequence has 3n + 3 tokens (a decoder reads 3n + 2 of them: the last is only a target).
+    Only the answer digits are scored; an encoder sees BLANK in their place.
+
+    `index_hints` (Zhou et al., 2024, arXiv 2402.09371, "Transformers Can Achieve Length
+    Generalization But Not Robustly"): each digit is preceded by a hint token h_k naming its
+    significance k, the same hint in both operands and the answer:
+    `h_0 a_0 h_1 a_1 .. + h_0 b_0 .. SEP h_0 c_0 .. h_n c_n`, 6n + 4 tokens. Hints are given,
+    never scored (an encoder keeps them and blanks only the digits). The hint alphabet is fixed
+    at `hints` tokens, so n + 1 <= hints or the run is refused; raise `hints` to the longest
+    evaluated digit count + 1. Hints beyond the training length then appear only at evaluation
+    (rows of the embedding table that training never updated).
+
+    Coupled positions (Cho et al., 2024, arXiv 2405.20671, "Position Coupling"), given to the
+    `coupled` position sampler in Batch.coords ([B, L, 1]): the digit of significance k of a, b
+    and c, and its hint, sit at k + 1; PLUS and SEP at 0 (SEP is then the "digit -1" of the
+    answer: in a decoder the token that predicts c_k always sits one coupled position below a_k
+    and b_k); padding at 0. Our convention; what matters for the method, and what it keeps, is
+    one position per significance. A position sampler that ignores coords numbers the tokens.
+    """
+
+    name = "addition"
+    position_axes = 1
+    alphabet: int = 10
+    index_hints: bool = False
+    hints: int = 256
+
+    @property
+    def plus(self) -> int:
+        return self.alphabet + 3
+
+    def hint(self, k: Any) -> Any:
+        """The hint token of significance k."""
+        return self.alphabet + 4 + k
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 4 + (self.hints if self.index_hints else 0)
+
+    @property
+    def unit(self) -> int:
+        """Tokens per digit: the digit, and its hint before it."""
+        return 2 if self.index_hints else 1
+
+    def check(self) -> None:
+        super().check()
+        if not isinstance(self.index_hints, bool):
+            raise ValueError(
+                f"addition index_hints must be true or false, got {self.index_hints!r}."
+            )
+        if isinstance(self.hints, bool) or not isinstance(self.hints, int) or self.hints < 2:
+            raise ValueError(f"addition hints must be an integer >= 2, got {self.hints!r}.")
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        if self.index_hints and length + 1 > self.hints:
+            raise ValueError(
+                f"addition with index hints: {length}-digit operands have a {length + 1}-digit "
+                f"sum, each digit with its own hint, but the hint alphabet has hints={self.hints}"
+                f" tokens; raise hints to at least {length + 1} (the longest evaluated digit "
+                "count + 1), or evaluate fewer digits."
+            )
+        total = (3 * length + 1) * self.unit + 2
+        return total - 1 if causal else total
+
+    def layout(self, n_B1: jax.Array, T: int) -> dict[str, jax.Array]:
+        """Where each token of [B, T] lies: operand a, b or answer c, the significance k of its
+        digit, whether it is a hint, and the index of PLUS, SEP and the end of the sequence."""
+        u = self.unit
+        i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
+        plus_B1 = n_B1 * u
+        sep_B1 = 2 * n_B1 * u + 1
+        end_B1 = sep_B1 + 1 + (n_B1 + 1) * u
+        in_a = i_1T < plus_B1
+        in_b = (i_1T > plus_B1) & (i_1T < sep_B1)
+        in_c = (i_1T > sep_B1) & (i_1T < end_B1)
+        r_BT = i_1T - jnp.where(in_a, 0, jnp.where(in_b, plus_B1 + 1, sep_B1 + 1))
+        return {
+            "i": i_1T,
+            "in_a": in_a,
+            "in_b": in_b,
+            "in_c": in_c,
+            "k": r_BT // u,
+            "hint": (r_BT % u == 0) & (u == 2),
+            "plus": plus_B1,
+            "sep": sep_B1,
+            "end": end_B1,
+        }
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        B, T = n_B.shape[0], width + 1
+        k_a, k_b = jax.random.split(key)
+        n_B1 = n_B.astype(jnp.int32)[:, None]
+        at = self.layout(n_B1, T)
+        # Digit k of each operand at column k; columns >= n are 0, so column n of c is the carry.
+        in_n = jnp.arange(T, dtype=jnp.int32)[None, :] < n_B1
+        a_BT = jnp.where(in_n, jax.random.randint(k_a, (B, T), 0, self.alphabet, jnp.int32), 0)
+        b_BT = jnp.where(in_n, jax.random.randint(k_b, (B, T), 0, self.alphabet, jnp.int32), 0)
+        c_BT = add_reversed(a_BT, b_BT, self.alphabet)
+        number = at["in_a"] | at["in_b"] | at["in_c"]
+        k_BT = jnp.where(number, at["k"], 0)
+        digit_BT = jnp.where(
+            at["in_a"],
+            gather_BL(a_BT, k_BT, number),
+            jnp.where(at["in_b"], gather_BL(b_BT, k_BT, number), gather_BL(c_BT, k_BT, number)),
+        )
+        i = at["i"]
+        special = jnp.where(
+            i == at["plus"], self.plus, jnp.where(i == at["sep"], self.sep, self.pad)
+        )
+        digit_or_hint = jnp.where(at["hint"], self.hint(k_BT), digit_BT)
+        seq_BT = jnp.where(number, digit_or_hint, special).astype(jnp.int32)
+        answer_BT = at["in_c"] & ~at["hint"]
+        i_1L = i[:, :width]
+        # A decoder reads every token but the last (the last is only a target).
+        valid_BL = jnp.broadcast_to(i_1L < at["end"] - (1 if causal else 0), (B, width))
+        coords_BL1 = jnp.where(valid_BL & number[:, :width], k_BT[:, :width] + 1, 0)[..., None]
+        coords_BL1 = coords_BL1.astype(jnp.int32)
+        if causal:
+            return Batch(
+                inputs=seq_BT[:, :width],
+                targets=seq_BT[:, 1:],
+                loss_mask=answer_BT[:, 1:],
+                valid=valid_BL,
+                coords=coords_BL1,
+            )
+        return Batch(
+            inputs=jnp.where(answer_BT[:, :width], self.blank, seq_BT[:, :width]),
+            targets=seq_BT[:, :width],
+            loss_mask=answer_BT[:, :width],
+            valid=valid_BL,
+            coords=coords_BL1,
+        )

@@ -1,0 +1,210 @@
+"""Tasks of the contextual-position papers: flip-flop (Liu et al., 2023), selective copy (Gu and
+Dao, 2023) and counting (Golovneva et al., 2024), where positions must count chosen tokens."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from pe_research.tasks.base import Batch, PromptAnswer, Task, gather_BL, last_index
+
+
+@dataclasses.dataclass(frozen=True)
+class FlipFlop(Task):
+    """Flip-flop language modelling (Liu et al., 2023, arXiv 2306.00946, "Exposing Attention
+    Glitches with Flip-Flop Language Modeling"): `w x r x i x ..`, instructions each followed by
+    a symbol; after a read (r) the symbol is the one of the last write (w); after a write or an
+    ignore (i) it is uniform over the alphabet (their bits: alphabet 2).
+
+    The task's length n is the number of instructions; the first is always w and the last
+    always r (as in the paper), so n < 2 is taken as 2. The others are i with probability
+    `p_ignore` and w or r with (1 - p_ignore) / 2 each: the paper's FFL(p_ignore), trained at
+    FFL(0.8) and tested sparse (0.98) and dense (0.1). A sequence has 2n tokens. Decoder form:
+    teacher forced over the whole sequence, and only the symbols after reads are scored (the
+    others are random); an encoder sees BLANK after each read and is scored there. Vocabulary:
+    symbols 0..alphabet-1, PAD, SEP (unused), BLANK, then w, r, i.
+    """
+
+    name = "flip_flop"
+    alphabet: int = 2
+    p_ignore: float = 0.8
+
+    @property
+    def write(self) -> int:
+        return self.alphabet + 3
+
+    @property
+    def read(self) -> int:
+        return self.alphabet + 4
+
+    @property
+    def ignore(self) -> int:
+        return self.alphabet + 5
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 6
+
+    def check(self) -> None:
+        super().check()
+        p = self.p_ignore
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+            raise ValueError(
+                f"flip_flop p_ignore must be a probability in [0, 1], got {p!r} (the paper "
+                "trains at 0.8)."
+            )
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        return 2 * max(length, 2) - (1 if causal else 0)
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        B, S = n_B.shape[0], width // 2 + 1  # instructions; 2S >= width + 1 tokens
+        k_op, k_sym = jax.random.split(key)
+        n_B1 = jnp.maximum(n_B.astype(jnp.int32), 2)[:, None]
+        s_1S = jnp.arange(S, dtype=jnp.int32)[None, :]
+        u_BS = jax.random.uniform(k_op, (B, S))
+        p_write = (1.0 - self.p_ignore) / 2
+        op_BS = jnp.where(
+            u_BS < self.p_ignore,
+            self.ignore,
+            jnp.where(u_BS < self.p_ignore + p_write, self.write, self.read),
+        )
+        op_BS = jnp.where(s_1S == 0, self.write, jnp.where(s_1S == n_B1 - 1, self.read, op_BS))
+        x_BS = jax.random.randint(k_sym, (B, S), 0, self.alphabet, dtype=jnp.int32)
+        last_write_BS = last_index(op_BS == self.write)  # >= 0: instruction 0 writes
+        is_read_BS = op_BS == self.read
+        x_BS = jnp.where(is_read_BS, gather_BL(x_BS, last_write_BS, is_read_BS), x_BS)
+        tokens_BT = jnp.stack([op_BS, x_BS], axis=-1).reshape(B, 2 * S)
+        scored_BT = jnp.stack([jnp.zeros_like(is_read_BS), is_read_BS], axis=-1).reshape(B, 2 * S)
+        i_1T = jnp.arange(2 * S, dtype=jnp.int32)[None, :]
+        real_BT = i_1T < 2 * n_B1
+        seq_BT = jnp.where(real_BT, tokens_BT, self.pad).astype(jnp.int32)
+        scored_BT = scored_BT & real_BT
+        i_1L = i_1T[:, :width]
+        if causal:
+            return Batch(
+                inputs=seq_BT[:, :width],
+                targets=seq_BT[:, 1 : width + 1],
+                loss_mask=scored_BT[:, 1 : width + 1],
+                valid=jnp.broadcast_to(i_1L < 2 * n_B1 - 1, (B, width)),
+            )
+        return Batch(
+            inputs=jnp.where(scored_BT[:, :width], self.blank, seq_BT[:, :width]),
+            targets=seq_BT[:, :width],
+            loss_mask=scored_BT[:, :width],
+            valid=jnp.broadcast_to(i_1L < 2 * n_B1, (B, width)),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SelectiveCopy(PromptAnswer):
+    """Selective copy (Gu and Dao, 2023; the form used by Golovneva et al., 2024, arXiv
+    2405.18719, CoPE): `x_1 . x_2 . . x_3 .. SEP x_1 x_2 x_3 ..`, n symbols scattered among
+    noise tokens (.), answered by the n symbols in order, the noise left out.
+
+    The task's length n is the number of symbols; the prompt also holds
+    floor(n * noise_percent / 100) noise tokens, placed uniformly at random among the symbols
+    (every interleaving equally likely). The CoPE paper's splits are 128 symbols with 128 noise
+    tokens (noise_percent 100, in distribution), 64 (50, dense) and 256 (200, sparse).
+    Vocabulary: the alphabet, PAD, SEP, BLANK, NOISE.
+    """
+
+    name = "selective_copy"
+    noise_percent: int = 100
+
+    @property
+    def noise(self) -> int:
+        return self.alphabet + 3
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 4
+
+    def check(self) -> None:
+        super().check()
+        value = self.noise_percent
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(
+                f"selective_copy noise_percent must be an integer >= 0 (noise tokens per 100 "
+                f"symbols), got {value!r}."
+            )
+
+    def prompt_length(self, n: Any) -> Any:
+        return n + n * self.noise_percent // 100
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        return gather_BL(x_BT, j_BT, in_answer_BT)
+
+    def prompt(self, key: jax.Array, x_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
+        i_1T = jnp.arange(x_BT.shape[1], dtype=jnp.int32)[None, :]
+        in_prompt = i_1T < self.prompt_length(n_B1)
+        # The n prompt slots of lowest score hold the symbols: a uniform n-subset of the slots.
+        score_BT = jnp.where(
+            in_prompt, jax.random.uniform(jax.random.fold_in(key, 1), x_BT.shape), 2.0
+        )
+        rank_BT = jnp.argsort(jnp.argsort(score_BT, axis=1), axis=1)
+        symbol_BT = rank_BT < n_B1
+        index_BT = jnp.cumsum(symbol_BT, axis=1, dtype=jnp.int32) - 1
+        return jnp.where(symbol_BT, gather_BL(x_BT, index_BT, symbol_BT), self.noise)
+
+
+@dataclasses.dataclass(frozen=True)
+class Counting(PromptAnswer):
+    """Counting: `q x_1 .. x_n SEP d_1 .. d_D`, the number of x_i equal to the query symbol q,
+    written in D = `count_digits` decimal digits, most significant first, zero padded.
+
+    Golovneva et al. (2024, arXiv 2405.18719, CoPE) show counting as a task where positions must
+    count chosen tokens rather than all of them. This is our convention for it (their exact data
+    format is not reproduced): the model must count the occurrences of the symbol named first,
+    anywhere among n uniform symbols. The task's length n is the number of symbols after q;
+    counts reach n, so n <= 10^D - 1 or the run is refused. Only the D digits are scored.
+    Vocabulary: the alphabet, PAD, SEP, BLANK, then the digits 0-9.
+    """
+
+    name = "counting"
+    alphabet: int = 4
+    count_digits: int = 3
+
+    def digit(self, d: Any) -> Any:
+        return self.alphabet + 3 + d
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 13
+
+    def check(self) -> None:
+        super().check()
+        value = self.count_digits
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 9:
+            raise ValueError(f"counting count_digits must be an integer in [1, 9], got {value!r}.")
+
+    def prompt_length(self, n: Any) -> Any:
+        return n + 1
+
+    def answer_length(self, n: Any) -> Any:
+        return self.count_digits
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        if length >= 10**self.count_digits:
+            raise ValueError(
+                f"counting: {length} symbols can hold {length} copies of the query, more than "
+                f"count_digits={self.count_digits} decimal digits write; raise count_digits to "
+                f"at least {len(str(length))}."
+            )
+        return super().seq_len(length, causal)
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        i_1T = jnp.arange(x_BT.shape[1], dtype=jnp.int32)[None, :]
+        stream_BT = (i_1T >= 1) & (i_1T <= n_B1)
+        count_B1 = jnp.sum(
+            stream_BT & (x_BT == x_BT[:, :1]), axis=1, keepdims=True, dtype=jnp.int32
+        )
+        power_BT = jnp.clip(self.count_digits - 1 - j_BT, 0, self.count_digits - 1)
+        return self.digit(count_B1 // 10**power_BT % 10)
