@@ -12,8 +12,8 @@ Layers, each importing only those below it (pyproject.toml [tool.importlinter] c
     bench | sweeps/ | essay/      speed; experiments, summaries, plots; the essay and analysis
     train, training/              the pure step, packed programs, the loop, checkpoints, evaluation
     runs/ | data.catalog          run directories and their files; building datasets
-    data.loader, data.builders    built evaluation sets
-    model, config, tasks | positions, encodings | metrics | data.text, registry | data.store
+    data.loader, data.builders | data.text    built evaluation sets, frozen corpora
+    model, config, tasks | positions, encodings | metrics | data.corpus, registry | data.store
 """
 
 __version__ = "0.1.0"

@@ -111,10 +111,36 @@ def test_unknown_encoding_is_rejected_with_the_choices(capsys):
     assert "rope" in err and "alibi" in err
 
 
+HEAVY = ["matplotlib", "orbax", "tensorflow_datasets", "grain", "tensorboardX"]
+"""Libraries that only some commands need; parsing arguments must not import them."""
+
+PARSE_ONLY = """
+import sys
+from pe_research import cli
+try:
+    cli.main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+heavy = [m for m in {heavy} if m in sys.modules]
+print("HEAVY", heavy, "EXIT", code)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["train", "--help"], ["train", "--no-such-option"]])
+def test_parsing_arguments_imports_only_the_config(argv):
+    """`--help` and argument errors import the typed config (jax, flax) and nothing a command
+    imports only when it runs, which made `pe-research --help` 1.6 s slower than jax and flax
+    (scripts/bench_startup.py measures it)."""
+    code = PARSE_ONLY.format(heavy=HEAVY)
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
+    assert "HEAVY [] EXIT" in out.stdout, out.stdout + out.stderr
+    assert out.stdout.split()[-1] == ("0" if "--help" in argv else "2")
+
+
 def test_console_script_lists_the_commands():
     out = subprocess.run(
         [sys.executable, "-m", "pe_research.cli", "--help"], capture_output=True, text=True
     )
     assert out.returncode == 0
-    for command in ("train", "sweep", "plot"):
+    for command in ("train", "sweep", "plot", "properties", "analyze", "bench", "data"):
         assert command in out.stdout

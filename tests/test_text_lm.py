@@ -10,7 +10,8 @@ import pytest
 
 from pe_research import cli, encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-from pe_research.data import store, text
+from pe_research.data import corpus as corpora
+from pe_research.data import store
 from pe_research.sweeps import plotting
 
 NOT_UTF8 = b"\xff\xfe\x80 caf\xe9 \xc3\x28\n"
@@ -32,19 +33,19 @@ def is_substring(window, data: bytes) -> bool:
 
 def test_split_is_a_deterministic_tail(corpus):
     data = corpus.read_bytes()
-    train_bytes, validation = text.split_corpus(data, 0.1)
+    train_bytes, validation = corpora.split_corpus(data, 0.1)
     assert train_bytes + validation == data
     assert len(validation) == round(0.1 * len(data))
     assert NOT_UTF8 in validation  # invalid UTF-8 is just bytes
-    assert text.split_corpus(data, 0.1) == (train_bytes, validation)
+    assert corpora.split_corpus(data, 0.1) == (train_bytes, validation)
 
 
 def test_missing_or_empty_corpus_says_how_to_get_one(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist.*apt-get install bible-kjv"):
-        text.read_corpus(str(tmp_path / "absent.txt"))
+        corpora.read_corpus(str(tmp_path / "absent.txt"))
     (tmp_path / "empty.txt").write_bytes(b"")
     with pytest.raises(ValueError, match="is empty.*--corpus PATH"):
-        text.read_corpus(str(tmp_path / "empty.txt"))
+        corpora.read_corpus(str(tmp_path / "empty.txt"))
     with pytest.raises(FileNotFoundError, match="apt-get install bible-kjv"):
         tasks.get("byte_lm", corpus=str(tmp_path / "absent.txt")).sample(jax.random.key(0), 2, 8)
 
@@ -53,12 +54,12 @@ def test_built_text_dataset_gives_back_the_split(corpus, tmp_path, monkeypatch, 
     cli.main(["data", "build", "text", "--corpus", str(corpus), "--data-dir", str(tmp_path)])
     assert "tfds:pe_text/tiny: built in" in capsys.readouterr().out
     monkeypatch.setenv(store.DATA_DIR_ENV, str(tmp_path))
-    for split in text.SPLITS:
-        from_file = text.corpus_split(str(corpus), split, 0.1)
-        from_tfds = text.corpus_split("tfds:pe_text/tiny", split, 0.1)
+    for split in corpora.SPLITS:
+        from_file = corpora.corpus_split(str(corpus), split, 0.1)
+        from_tfds = corpora.corpus_split("tfds:pe_text/tiny", split, 0.1)
         np.testing.assert_array_equal(from_tfds, from_file)
     with pytest.raises(ValueError, match="set --validation-fraction 0.1"):
-        text.corpus_split("tfds:pe_text/tiny", "train", 0.2)
+        corpora.corpus_split("tfds:pe_text/tiny", "train", 0.2)
     (tmp_path / "other.txt").write_bytes(b"another corpus entirely")
     with pytest.raises(SystemExit):
         cli.main(["data", "build", "text", "--corpus", str(tmp_path / "other.txt"),
@@ -68,7 +69,7 @@ def test_built_text_dataset_gives_back_the_split(corpus, tmp_path, monkeypatch, 
 
 def test_byte_lm_windows_are_contiguous_text_of_their_split(corpus):
     task = tasks.get("byte_lm", corpus=str(corpus))
-    train_bytes, validation = text.split_corpus(corpus.read_bytes(), 0.1)
+    train_bytes, validation = corpora.split_corpus(corpus.read_bytes(), 0.1)
     batch = jax.jit(lambda key: task.sample(key, 8, 32))(jax.random.key(0))
     inputs, targets = np.asarray(batch.inputs), np.asarray(batch.targets)
     assert inputs.shape == (8, 32) and bool(np.all(batch.loss_mask)) and bool(np.all(batch.valid))

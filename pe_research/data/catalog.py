@@ -13,6 +13,7 @@ from pathlib import Path
 import tensorflow_datasets as tfds
 
 from pe_research.data import builders, loader, store, text
+from pe_research.data import corpus as corpora
 
 BUILDERS: dict[str, type[tfds.core.GeneratorBasedBuilder]] = {
     **builders.TASK_BUILDERS,
@@ -59,11 +60,11 @@ def text_config(
         if name not in named:
             raise ValueError(
                 f"pe_text has no config {name!r} ({', '.join(named)}); give the file with "
-                f"--corpus PATH. {text.CORPUS_HELP}"
+                f"--corpus PATH. {corpora.CORPUS_HELP}"
             )
         corpus = named[name].path
     else:
-        stem = "pydoc_topics" if corpus == text.BUILTIN else Path(corpus).stem
+        stem = "pydoc_topics" if corpus == corpora.BUILTIN else Path(corpus).stem
         name = config or re.sub(r"[^A-Za-z0-9_.-]+", "_", stem).strip("_.-") or "corpus"
     fraction = 0.1 if validation_fraction is None else validation_fraction
     if name in named:

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pe_research.data import text
+from pe_research.data import corpus as corpora
 from pe_research.tasks.base import Batch, Task
 
 
@@ -21,7 +21,7 @@ class ByteLM(Task):
     dataset built by `pe-research data build text` (`tfds:pe_text/NAME`, read from
     $PE_RESEARCH_DATA_DIR), or `builtin:pydoc_topics` (the help topics that ship with Python,
     466 KB, a corpus that exists everywhere). The last `validation_fraction` of the bytes is held
-    out (`pe_research.data.text.split_corpus`); training windows are cut from the rest and
+    out (`pe_research.data.corpus.split_corpus`); training windows are cut from the rest and
     evaluation windows from the held-out part (`held_out`). Every window has exactly `length`
     bytes (`min_length` is ignored: a language model is trained on full contexts); the split
     is held on device and cut inside the jitted step. Decoder only.
@@ -52,14 +52,14 @@ class ByteLM(Task):
     bytes_per_token = 1
 
     def describe_eval_data(self, eval_seed: int) -> str:
-        return text.describe(self.corpus, self.validation_fraction)
+        return corpora.describe(self.corpus, self.validation_fraction)
 
     def seq_len(self, length: int, causal: bool) -> int:
         return length
 
     def split_bytes(self) -> np.ndarray:
         """This split of the corpus, uint8 (read once per process and cached)."""
-        return text.corpus_split(self.corpus, self.split, self.validation_fraction)
+        return corpora.corpus_split(self.corpus, self.split, self.validation_fraction)
 
     def sample(
         self,
