@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pe_research import tasks
+from pe_research import positions, tasks
 from pe_research.config import EvalConfig, RunConfig, TrainConfig
 from pe_research.data import builders, catalog, loader
 
@@ -257,3 +257,47 @@ def test_built_examples_read_back_as_the_sampled_batches(tmp_path, name):
             if field == "inputs":  # beyond the sequence the built set holds PAD
                 a = np.where(valid, a, task.pad)
             np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")
+
+
+# -- video (3-D positions for M-RoPE) --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_video_answers_the_shifted_volume_with_its_coordinates(causal):
+    task = tasks.get("video", side=3, shift_frames=1, shift_rows=1, shift_cols=-1)
+    batch = sample(task, 0, 16, 4, causal)
+    # As grid's: every answer cell is asked for by a placeholder, scored where its source lies
+    # in the video (the others' target is PAD).
+    assert not (batch.loss_mask & ~batch.valid).any()
+    assert batch.coords.shape == (*batch.inputs.shape, 3)
+    for b in range(16):
+        seq = batch.targets[b]
+        n_valid = int(batch.valid[b].sum())
+        cells = (n_valid - 1) // 2
+        n = cells // 9
+        assert n_valid == 2 * n * 9 + 1 == task.seq_len(n, causal) and seq[cells] == task.sep
+        prompt = seq[:cells].reshape(n, 3, 3)
+        answer = seq[cells + 1 : n_valid].reshape(n, 3, 3)
+        scored = batch.loss_mask[b][cells + 1 : n_valid].reshape(n, 3, 3)
+        assert (batch.inputs[b][cells + 1 : n_valid] == task.blank).all()
+        np.testing.assert_array_equal(batch.inputs[b][: cells + 1], seq[: cells + 1])
+        for t, r, c in np.ndindex(n, 3, 3):
+            src = (t - 1, r - 1, c + 1)
+            inside = 0 <= src[0] < n and 0 <= src[1] < 3 and 0 <= src[2] < 3
+            assert scored[t, r, c] == inside
+            assert answer[t, r, c] == (prompt[src] if inside else task.pad)
+        grid = np.stack(np.meshgrid(np.arange(n), np.arange(3), np.arange(3), indexing="ij"), -1)
+        np.testing.assert_array_equal(batch.coords[b, :cells], grid.reshape(-1, 3))
+        np.testing.assert_array_equal(batch.coords[b, cells], [n, 0, 0])
+        np.testing.assert_array_equal(batch.coords[b, cells + 1 : n_valid], grid.reshape(-1, 3))
+        assert (batch.coords[b, n_valid:] == 0).all()
+    # The mrope sampler passes the task's (frame, row, col) through, padding at 0.
+    pos = np.asarray(positions.get("mrope").sample(jax.random.key(0), batch.valid, batch.coords))
+    np.testing.assert_array_equal(pos, np.where(batch.valid[..., None], batch.coords, 0))
+
+
+def test_video_shifts_off_the_frame_are_refused():
+    with pytest.raises(ValueError, match="keep \\|shift_rows\\| and \\|shift_cols\\| below side"):
+        tasks.get("video", side=2, shift_rows=2)
+    with pytest.raises(ValueError, match="video side must be an integer >= 1"):
+        tasks.get("video", side=0)

@@ -2,7 +2,7 @@
 
     base            Batch, the Task base and the prompt-answer machinery they share
     rearrangements  copy, reverse, duplicate, count_copy, sort, offset (n-back)
-    grids           grid (2-D coordinates per token)
+    grids           grid (2-D coordinates per token), video (3-D: frame, row, col)
     arithmetic      addition (reversed digits, index hints, coupled positions), multiplication
     contextual      flip_flop, selective_copy, counting, local_count
     recall          mqar (multi-query associative recall)
@@ -22,7 +22,7 @@ from pe_research.tasks.arithmetic import Addition, Multiplication, add_reversed,
 from pe_research.tasks.base import Batch, PromptAnswer, Task
 from pe_research.tasks.contextual import Counting, FlipFlop, LocalCount, SelectiveCopy
 from pe_research.tasks.evaluation import bucket, eval_batch, length_keys
-from pe_research.tasks.grids import Grid
+from pe_research.tasks.grids import Grid, Video
 from pe_research.tasks.rearrangements import Copy, CountCopy, Duplicate, Offset, Reverse, Sort
 from pe_research.tasks.recall import MQAR
 from pe_research.tasks.text import ByteLM
@@ -46,6 +46,7 @@ _REGISTRY: Registry[Task] = Registry(
         Multiplication,
         MQAR,
         LocalCount,
+        Video,
     ),
 )
 names = _REGISTRY.names
@@ -62,6 +63,6 @@ def get(name: str, **options: Any) -> Task:
 __all__ = [
     "MQAR", "Addition", "Batch", "ByteLM", "Copy", "CountCopy", "Counting", "Duplicate",
     "FlipFlop", "Grid", "LocalCount", "Multiplication", "Offset", "PromptAnswer", "Reverse",
-    "SelectiveCopy", "Sort", "Task", "add_reversed", "bucket", "classes", "eval_batch", "get",
-    "length_keys", "multiply_reversed", "names",
+    "SelectiveCopy", "Sort", "Task", "Video", "add_reversed", "bucket", "classes", "eval_batch",
+    "get", "length_keys", "multiply_reversed", "names",
 ]  # fmt: skip
