@@ -38,10 +38,11 @@ from pe_research import encodings, positions, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.sweeps.experiments import GPU_MODEL, gpu_train
 
+CPU_TRAIN = TrainConfig(steps=600, batch_size=32, train_length=4)
 SCALES = {
-    "cpu": (ModelConfig(), TrainConfig(steps=600, batch_size=32, train_length=4), (4, 6, 8, 12, 16)),
+    "cpu": (ModelConfig(), CPU_TRAIN, (4, 6, 8, 12, 16)),
     "gpu": (GPU_MODEL, gpu_train(train_length=8), (8, 12, 16, 24, 32)),
-}  # fmt: skip
+}
 SEEDS = (0, 1, 2)
 LAYOUTS = ("blocks", "interleaved", "time_low")
 

@@ -47,8 +47,8 @@ def test_fope_with_identity_coefficients_is_hope():
     eye = {name: jnp.broadcast_to(jnp.eye(v.shape[-1]), v.shape) for name, v in params.items()}
     q, k = qk()
     pos = contiguous(start=3)
-    got = enc.rotate(eye, q, k, pos, pos)
-    expected = HoPE(train_length=40).rotate({}, q, k, pos, pos)
+    got = jax.jit(enc.rotate)(eye, q, k, pos, pos)
+    expected = jax.jit(HoPE(train_length=40).rotate)({}, q, k, pos, pos)
     for a, b in zip(got, expected, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
@@ -65,7 +65,7 @@ def test_fope_series_and_clipped_channels_match_the_formula():
     S = np.asarray(params["sin_coef_HJI"], np.float64)
     q, k = qk(1)
     pos = contiguous(start=5)
-    got, _ = enc.rotate(params, q, k, pos, pos)
+    got, _ = jax.jit(enc.rotate)(params, q, k, pos, pos)
     expected = np.zeros((B, L, H, K))
     for b in range(B):
         for t in range(L):
@@ -169,7 +169,7 @@ def test_dape_bias_matches_the_reference_layers(enc):
     params = {n: v + 0.1 for n, v in params.items()}  # nonzero biases too
     q, k = qk(4)
     pos = contiguous()
-    got = np.asarray(enc.bias(params, q, k, pos, pos))
+    got = np.asarray(jax.jit(enc.bias)(params, q, k, pos, pos))
     expected = dape_reference(enc, params, q, k, pos)
     rows = np.tril(np.ones((L, L), bool))  # what a causal model reads
     np.testing.assert_allclose(got[..., rows], expected[..., rows], atol=2e-4)
@@ -182,10 +182,11 @@ def test_dape_v2_is_causal_in_its_neighbours():
     params = enc.init_layer(jax.random.key(5), DIMS)
     q, k = qk(5)
     pos = contiguous()
-    before = np.asarray(enc.bias(params, q, k, pos, pos))
+    bias = jax.jit(enc.bias)
+    before = np.asarray(bias(params, q, k, pos, pos))
     k2 = k.copy()
     k2[:, 4] += 1.0
-    after = np.asarray(enc.bias(params, q, k2, pos, pos))
+    after = np.asarray(bias(params, q, k2, pos, pos))
     np.testing.assert_allclose(before[:, :, :4, :4], after[:, :, :4, :4], atol=1e-6)
     assert not np.allclose(before[:, :, 4:], after[:, :, 4:])
 
@@ -223,13 +224,14 @@ def test_path_reads_unit_householders_from_the_keys_and_is_causal_only():
     enc = PaTH()
     params = enc.init_layer(jax.random.key(6), DIMS)
     _, k = qk(6)
-    w, beta = enc.householders(params, k)
+    householders = jax.jit(enc.householders)
+    w, beta = householders(params, k)
     np.testing.assert_allclose(np.linalg.norm(w, axis=-1), 1.0, atol=1e-5)
     assert (0 < np.asarray(beta)).all() and (np.asarray(beta) < 2).all()
     # The short convolution reads earlier keys only: a later key leaves earlier w unchanged.
     k2 = k.copy()
     k2[:, 4] += 1.0
-    w2, _ = enc.householders(params, k2)
+    w2, _ = householders(params, k2)
     np.testing.assert_allclose(w[:, :, :4], w2[:, :, :4], atol=1e-6)
     with pytest.raises(ValueError, match="causal models only"):
         enc.check(dataclasses.replace(DIMS, causal=False), 0)
@@ -299,6 +301,7 @@ def test_entmax15_matches_bisection_and_its_gradient_in_float64():
     with jax.enable_x64(True):
         p = np.asarray(model_lib.entmax15(jnp.asarray(z), jnp.asarray(allowed)))
 
+        @jax.jit
         def f(z):
             return jnp.sum(jnp.asarray(w) * model_lib.entmax15(z, jnp.asarray(allowed)))
 
@@ -334,14 +337,16 @@ def test_normalizations_train_and_refuse_dot_product(normalization):
     cfg = ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=16)
     cfg = dataclasses.replace(cfg, normalization=normalization)
     model = model_lib.Transformer(cfg, encodings.get("nape"), 12, rngs=nnx.Rngs(0))
+    graphdef, params = nnx.split(model)
     tokens = jnp.asarray(RNG.integers(0, 12, (2, 6)))
     pos = jnp.asarray(contiguous(6))
 
-    def loss(model):
-        return jnp.mean(model(tokens, pos) ** 2)
+    @jax.jit
+    @jax.grad
+    def grad(params):
+        return jnp.mean(nnx.merge(graphdef, params)(tokens, pos) ** 2)
 
-    grads = nnx.grad(loss)(model)
-    norm = nnx.to_pure_dict(grads)["blocks"][0]["attn"].get("norm", {})
+    norm = nnx.to_pure_dict(grad(params))["blocks"][0]["attn"].get("norm", {})
     if normalization == "ssmax":
         assert float(jnp.abs(norm["scale_H"]).max()) > 0
     else:
@@ -355,9 +360,9 @@ def test_normalizations_train_and_refuse_dot_product(normalization):
 
 def test_abacus_numbers_digits_within_their_numbers_and_offsets_them_in_training():
     task = tasks.get("multiplication")
-    batch = task.sample(jax.random.key(0), 16, 6)
+    batch = jax.jit(lambda key: task.sample(key, 16, 6))(jax.random.key(0))
     sampler = positions.get("abacus", max_offset=50)
-    pos = np.asarray(sampler.sample(jax.random.key(1), batch.valid, batch.coords))
+    pos = np.asarray(jax.jit(sampler.sample)(jax.random.key(1), batch.valid, batch.coords))
     places = np.asarray(batch.coords[..., 0])
     digits = places > 0
     assert (pos[~digits] == 0).all()  # operators, SEP, padding
