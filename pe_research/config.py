@@ -36,12 +36,14 @@ class ModelConfig:
     attention: Literal["auto", "einsum", "dot_product"] = "auto"
     """How attention is computed: einsum (chunked on CPU), jax.nn.dot_product_attention, or auto
     (dot_product on GPU, einsum elsewhere). Analysis that records attention always uses einsum."""
-    normalization: Literal["softmax", "stick_breaking"] = "softmax"
-    """How logits (q.k scaled, plus the encoding's bias) become attention weights: softmax, or
-    stick-breaking (Tan et al., 2024, arXiv 2410.17980; causal models only, einsum path): key j
-    of query i gets sigmoid(z_ij) times prod_{j<k<i} (1 - sigmoid(z_ik)), nearest keys first,
-    earlier keys only, weights summing to at most 1. The paper uses it with no positional
-    encoding (nope)."""
+    normalization: Literal["softmax", "stick_breaking", "ssmax", "entmax15"] = "softmax"
+    """How logits (q.k scaled, plus the encoding's bias) become attention weights: softmax;
+    stick-breaking (Tan et al., 2024, arXiv 2410.17980; causal models only): key j of query i
+    gets sigmoid(z_ij) times prod_{j<k<i} (1 - sigmoid(z_ik)), nearest keys first, earlier keys
+    only, weights summing to at most 1 (the paper uses it with nope); ssmax (Scalable-Softmax,
+    Nakanishi, 2025, arXiv 2501.19399): softmax of s_h log(n) z, n the keys the query attends
+    to, s learned per layer and head; entmax15 (1.5-entmax, sparse; with the nape encoding it is
+    ASEntmax, Vasylenko et al., 2025, arXiv 2506.16640). All but softmax take the einsum path."""
 
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
@@ -84,11 +86,11 @@ class ModelConfig:
                 "earlier keys and is defined for causal models only: drop --model.causal False "
                 "or use --model.normalization softmax."
             )
-        if self.normalization == "stick_breaking" and self.attention == "dot_product":
+        if self.normalization != "softmax" and self.attention == "dot_product":
             raise ValueError(
                 "model attention 'dot_product' (jax.nn.dot_product_attention) computes a softmax "
-                "only, and normalization is 'stick_breaking': set --model.attention to einsum or "
-                "auto."
+                f"only, and normalization is {self.normalization!r}: set --model.attention to "
+                "einsum or auto."
             )
 
 

@@ -77,12 +77,15 @@ class Attention(nnx.Module):
         self.w_qkv_D3HK = _normal(rngs, (D, 3, H, K), D)
         self.w_out_HKD = _normal(rngs, (H, K, D), H * K)
         self.pe = _params(encoding.init_layer(rngs.params(), cfg.dims()))
+        # The normalization's own learned parameters (ssmax's scales; none for the others):
+        # initialised without drawing a key, so the other parameters are drawn as before.
+        self.norm = _params(NORMALIZATION_PARAMS.get(cfg.normalization, _no_params)(H))
         # Sowing from inside attend_in_chunks (lax.map + checkpoint) would leak tracers, so
         # capture is a switch for analysis: on, attention runs in one call and is recorded.
         self.capture_attention = False
 
     def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
-        pe = _read(self.pe)
+        pe, norm = _read(self.pe), _read(self.norm)
         B, L, D = x_BLD.shape
         w_qkv_D3HK = self.w_qkv_D3HK[...]
         qkv_BLX = _dense(x_BLD, w_qkv_D3HK.reshape(D, -1), dtype=self.compute_dtype)
@@ -94,18 +97,19 @@ class Attention(nnx.Module):
         q_BLHK, k_BMHK = self.encoding.rotate(pe, q_BLHK, k_BMHK, pos_BL, pos_BL)
         xs = (q_BLHK, k_BMHK, v_BMHK, pos_BL, valid_BL)
         if self.capture_attention:  # the einsum path: only it has the probabilities
-            out_BLHK, probs_BHLM = self._attend(pe, *xs)
+            out_BLHK, probs_BHLM = self._attend(pe, norm, *xs)
             self.sow(nnx.Intermediate, PROBS, probs_BHLM)
         elif self.normalization == "softmax" and use_dot_product(self.attention):
             out_BLHK = attend_in_chunks(lambda *xs_B: self._attend_dot_product(pe, *xs_B), *xs)
         else:
-            out_BLHK = attend_in_chunks(lambda *xs_B: self._attend(pe, *xs_B)[0], *xs)
+            out_BLHK = attend_in_chunks(lambda *xs_B: self._attend(pe, norm, *xs_B)[0], *xs)
         out_BLX = out_BLHK.reshape(B, L, -1)
         return _dense(out_BLX, self.w_out_HKD[...].reshape(-1, D), dtype=self.compute_dtype)
 
     def _attend(
         self,
         pe: dict[str, jax.Array],
+        norm: dict[str, jax.Array],
         q_BLHK: jax.Array,
         k_BMHK: jax.Array,
         v_BMHK: jax.Array,
@@ -123,7 +127,7 @@ class Attention(nnx.Module):
         allowed_BLM = jnp.broadcast_to(valid_BL[:, None, :], (q_BLHK.shape[0], L, L))
         if self.causal:
             allowed_BLM = allowed_BLM & jnp.tril(jnp.ones((L, L), bool))[None]
-        probs_BHLM = NORMALIZATIONS[self.normalization](logits_BHLM, allowed_BLM)
+        probs_BHLM = NORMALIZATIONS[self.normalization](logits_BHLM, allowed_BLM, **norm)
         # Heads-major product, then one transpose: on CPU 4x faster than writing BLHK directly.
         out_BHLK = jnp.einsum("BHLM,BMHK->BHLK", probs_BHLM.astype(v_BMHK.dtype), v_BMHK)
         return out_BHLK.transpose(0, 2, 1, 3), probs_BHLM
@@ -180,8 +184,58 @@ def stick_breaking(logits_BHLM: jax.Array, allowed_BLM: jax.Array) -> jax.Array:
     return jnp.where(before_B1LM, jnp.exp(log_probs_BHLM), 0.0)
 
 
-# ModelConfig.normalization -> (logits_BHLM, allowed_BLM) -> float32 weights_BHLM.
-NORMALIZATIONS = {"softmax": softmax, "stick_breaking": stick_breaking}
+def ssmax(logits_BHLM: jax.Array, allowed_BLM: jax.Array, *, scale_H: jax.Array) -> jax.Array:
+    """Scalable-Softmax (Nakanishi, 2025, arXiv 2501.19399, "Scalable-Softmax Is Superior for
+    Attention"): softmax over the allowed keys of (s_h log n) z, n the number of keys the query
+    attends to, s learned per layer and head (init 1, the asentmax code's "nakanishi" scale):
+    n^(s z_j) / sum_k n^(s z_k), whose largest weight does not fade as n grows."""
+    n_B1L1 = jnp.sum(allowed_BLM, axis=-1, dtype=jnp.float32)[:, None, :, None]
+    scale_1H11 = scale_H.astype(jnp.float32)[None, :, None, None]
+    return softmax(logits_BHLM * scale_1H11 * jnp.log(jnp.maximum(n_B1L1, 1.0)), allowed_BLM)
+
+
+def entmax15(logits_BHLM: jax.Array, allowed_BLM: jax.Array) -> jax.Array:
+    """1.5-entmax over the allowed keys (Peters, Niculae and Martins, 2019, arXiv 1905.05702,
+    "Sparse Sequence-to-Sequence Models"), the alpha of ASEntmax (Vasylenko et al., 2025):
+    p_j = [z_j / 2 - tau]_+^2 with tau such that the p sum to 1; sparse, so a query can give
+    far keys exactly zero weight. Exact, by sorting (their Algorithm 2): for the k largest
+    z / 2, tau_k = mean_k - sqrt((1 - k var_k) / k), and tau is tau_k at the largest k with
+    tau_k <= the k-th largest. Gradients flow through the sort and the chosen support."""
+    # Masked keys at a large finite negative value sort last and never join the support; an
+    # infinity would turn the running sums into NaN.
+    dtype = jnp.promote_types(logits_BHLM.dtype, jnp.float32)  # float64 when given
+    x_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM.astype(dtype) / 2, -1e4)
+    x_BHLM = x_BHLM - jax.lax.stop_gradient(jnp.max(x_BHLM, axis=-1, keepdims=True))
+    sorted_BHLM = -jnp.sort(-x_BHLM, axis=-1)
+    k_M = jnp.arange(1, x_BHLM.shape[-1] + 1, dtype=dtype)[None, None, None]
+    mean_BHLM = jnp.cumsum(sorted_BHLM, axis=-1) / k_M
+    mean_sq_BHLM = jnp.cumsum(sorted_BHLM * sorted_BHLM, axis=-1) / k_M
+    delta_BHLM = (1 - k_M * (mean_sq_BHLM - mean_BHLM * mean_BHLM)) / k_M
+    # sqrt only where delta > 0: at 0 its derivative is infinite, and 0 * inf would turn the
+    # (zero) cotangent of every unchosen support size into NaN.
+    positive_BHLM = delta_BHLM > 0
+    root_BHLM = jnp.where(positive_BHLM, jnp.sqrt(jnp.where(positive_BHLM, delta_BHLM, 1.0)), 0.0)
+    tau_BHLM = mean_BHLM - root_BHLM
+    support_BHL1 = jnp.sum(tau_BHLM <= sorted_BHLM, axis=-1, keepdims=True)
+    tau_BHL1 = jnp.take_along_axis(tau_BHLM, support_BHL1 - 1, axis=-1)
+    probs_BHLM = jnp.square(jnp.maximum(x_BHLM - tau_BHL1, 0.0))
+    return jnp.where(allowed_BLM[:, None], probs_BHLM, 0.0)
+
+
+# ModelConfig.normalization -> (logits_BHLM, allowed_BLM, **its parameters) -> float32
+# weights_BHLM, and the normalizations with learned parameters: num_heads -> their initial
+# values (per attention layer).
+NORMALIZATIONS = {
+    "softmax": softmax,
+    "stick_breaking": stick_breaking,
+    "ssmax": ssmax,
+    "entmax15": entmax15,
+}
+NORMALIZATION_PARAMS = {"ssmax": lambda num_heads: {"scale_H": jnp.ones((num_heads,))}}
+
+
+def _no_params(num_heads: int) -> dict[str, jax.Array]:
+    return {}
 
 
 def use_dot_product(attention: str) -> bool:

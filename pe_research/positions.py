@@ -9,11 +9,12 @@ flattened sequence. `task_axes` says how many task coordinates per token a sampl
 (None: none). Padding positions get position 0; the model masks them out as keys, and in a
 causal model no real token attends to them.
 
-Every 1-D sampler keeps positions strictly increasing over the real tokens, except `coupled`,
-which gives the digits of equal significance one position on purpose (its `increasing` is
-False). Causal masking is by token index, never by position, so the model is unaffected; an
-encoding that reads a larger key position as a key in the future (T5's unidirectional buckets,
-xPos's decay) declares `needs_increasing_positions`, and the run refuses that pairing.
+Every 1-D sampler keeps positions strictly increasing over the real tokens, except `coupled`, which
+gives the digits of equal significance one position on purpose, and `abacus`, which numbers the
+digits within each number (their `increasing` is False). Causal masking is by token index, never by
+position, so the model is unaffected; an encoding that reads a larger key position as a key in the
+future (T5's unidirectional buckets, xPos's decay) declares `needs_increasing_positions`, and the
+run refuses that pairing.
 """
 
 from __future__ import annotations
@@ -238,11 +239,54 @@ class Coupled:
 
 
 @dataclasses.dataclass(frozen=True)
+class Abacus:
+    """Abacus positions (McLeish et al., 2024, arXiv 2405.17399, "Transformers Can Do
+    Arithmetic with the Right Embeddings"): each digit at its place within its number, 1, 2,
+    3, ... from the least significant (numbers are written reversed), every other token at 0,
+    and in training one random offset k ~ U{0..max_offset} per row added to the digits only
+    (the paper's max_k = 99: 100 offsets), so that longer numbers at evaluation reuse trained
+    positions. Pair it with the `learned` encoding (its table must hold max_offset + the
+    longest number + 1 rows): that is the paper's Abacus embedding, added to the token
+    embeddings. The paper's code draws one k per batch; here one per row.
+
+    A sampler, not an encoding: what is new is which position each token gets, and any
+    encoding can read it. Its positions are the task's digit places (Batch.coords, [B, L, 1];
+    `addition` and `multiplication` give them). Without the offset they equal the `coupled`
+    sampler's; `coupled` adds its offset to every token, operators and SEP included, and is used
+    with the relative encodings of Cho et al. Evaluation keeps the places and drops the offset
+    (as the paper's evaluation, k = 0).
+    """
+
+    name: ClassVar[str] = "abacus"
+    position_axes: ClassVar[int | None] = None
+    task_axes: ClassVar[int | None] = 1
+    increasing: ClassVar[bool] = False
+    max_offset: int = 99
+
+    def __post_init__(self):
+        _check_int("abacus sampler max_offset", self.max_offset, minimum=0)
+
+    def sample(
+        self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
+    ) -> jax.Array:
+        places_BL = Coupled().sample(key, valid_BL, coords_BLA)  # checks the coordinates
+        offset_B1 = jax.random.randint(
+            key, (valid_BL.shape[0], 1), 0, self.max_offset + 1, dtype=jnp.int32
+        )
+        return jnp.where(places_BL > 0, places_BL + offset_B1, 0).astype(jnp.int32)
+
+    def max_position(self, width: int) -> int:
+        # A digit's place within its number is at most the width.
+        return self.max_offset + width
+
+
+@dataclasses.dataclass(frozen=True)
 class MRoPE:
     """Qwen2-VL's 3-D positions (time, height, width) for M-RoPE (`mrope`, arXiv 2409.12191).
 
     On a 1-D task every token is text: (i, i, i), its index on all three axes, which makes M-RoPE
-    equal to 1-D RoPE. On a grid task every token is an image patch of one frame: (0, row, col).
+    equal to 1-D RoPE. On a grid task every token is an image patch of one frame: (0, row, col);
+    on a video task (3 coordinates per token) the task's own (frame, row, col).
     """
 
     name: ClassVar[str] = "mrope"
@@ -256,11 +300,13 @@ class MRoPE:
         if coords_BLA is None:
             pos_BL = Contiguous().sample(key, valid_BL)
             return jnp.repeat(pos_BL[..., None], 3, axis=-1)
+        if coords_BLA.shape == (*valid_BL.shape, 3):
+            return jnp.where(valid_BL[..., None], coords_BLA, 0).astype(jnp.int32)
         if coords_BLA.shape != (*valid_BL.shape, 2):
             raise ValueError(
-                f"mrope sampler: a task's coordinates must be (row, col), shape "
-                f"{(*valid_BL.shape, 2)}, got {tuple(coords_BLA.shape)}; use a 1-D task or the "
-                "grid task."
+                f"mrope sampler: a task's coordinates must be (row, col) or (frame, row, col), "
+                f"shape {(*valid_BL.shape, 2)} or {(*valid_BL.shape, 3)}, got "
+                f"{tuple(coords_BLA.shape)}; use a 1-D task, the grid task or the video task."
             )
         frame_BL1 = jnp.zeros((*valid_BL.shape, 1), jnp.int32)
         pos_BLA = jnp.concatenate([frame_BL1, coords_BLA.astype(jnp.int32)], axis=-1)
@@ -273,11 +319,11 @@ class MRoPE:
 def evaluation_sampler(sampler: Sampler) -> Sampler:
     """The positions evaluation uses unless told to reuse training's (eval.positions "train"):
     contiguous, except where positions come from the task (n-D coordinates, coupling), which
-    are kept, without a coupled sampler's random offset."""
+    are kept, without a coupled or abacus sampler's random offset."""
     if sampler.position_axes is not None:
         return sampler
-    if isinstance(sampler, Coupled):
-        return Coupled()
+    if isinstance(sampler, Coupled | Abacus):
+        return dataclasses.replace(sampler, max_offset=0)
     return Contiguous()
 
 
@@ -286,10 +332,12 @@ def _check_int(what: str, value: Any, *, minimum: int) -> None:
         raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}.")
 
 
-Sampler = Contiguous | Offset | Randomized | Scaled | Grid | Coupled | MRoPE
+Sampler = Contiguous | Offset | Randomized | Scaled | Grid | Coupled | Abacus | MRoPE
 
 _REGISTRY: Registry[Sampler] = Registry(
-    "position sampler", "option", (Contiguous, Offset, Randomized, Scaled, Grid, Coupled, MRoPE)
+    "position sampler",
+    "option",
+    (Contiguous, Offset, Randomized, Scaled, Grid, Coupled, Abacus, MRoPE),
 )
 names = _REGISTRY.names
 classes = _REGISTRY.classes

@@ -31,6 +31,10 @@ FINGERPRINTS = {
     "pe_flip_flop": ("1.0.0", "d2d1024044154135"),
     "pe_selective_copy": ("1.0.0", "75d61559a552ff3d"),
     "pe_counting": ("1.0.0", "eabed70d16880f00"),
+    "pe_sort": ("1.0.0", "3321d5ed57855a0f"),
+    "pe_multiplication": ("1.0.0", "54ed79e54b3d3085"),
+    "pe_mqar": ("1.0.0", "f1b061812059167b"),
+    "pe_local_count": ("1.0.0", "242fcbdb6ed89f3a"),
 }
 
 

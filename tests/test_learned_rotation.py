@@ -9,6 +9,7 @@ import scipy.linalg
 from pe_research import encodings, positions, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.encodings import Dims
+from pe_research.encodings.block_rotation import block_rotations, rotate_blocks, rotate_closed_form
 from pe_research.encodings.learned_rotation import ComRoPE, LieRE
 from pe_research.encodings.rotary import RoPE, RoPEND
 
@@ -80,12 +81,17 @@ def test_rotate_matches_the_formula_in_float64(enc, commutes):
 
 
 @pytest.mark.parametrize(
-    "enc", [LieRE(init="normal", init_std=0.01), ComRoPE(axes=2, init="normal", init_std=0.01)]
+    "enc",
+    [
+        LieRE(block_size=8, init="normal", init_std=0.01),
+        ComRoPE(axes=2, block_size=8, init="normal", init_std=0.01),
+    ],
 )
 def test_digit_tables_carry_across_digits(enc):
     """Integer positions of several base-16 digits, negative ones included, through the
-    factored tables. Float32 rounds the exponent p G, so the error grows with |p G| (here up
-    to about 2000, 1e-4); a wrong digit or sign would be off by order 1."""
+    factored tables (blocks of 8: smaller blocks take the closed form). Float32 rounds the
+    exponent p G, so the error grows with |p G| (here up to about 2000, 1e-4); a wrong digit or
+    sign would be off by order 1."""
     params = params_of(enc)
     q, k = qk()
     pos_BLA = np.random.default_rng(1).integers(-5000, 5000, (B, L, 2))
@@ -95,6 +101,67 @@ def test_digit_tables_carry_across_digits(enc):
     pos_BLA = pos[..., None] if enc.axes is None else pos
     expected = reference_rotate(enc.generators(params), q, pos_BLA)
     np.testing.assert_allclose(q_rot, expected, atol=1e-3)
+
+
+def random_generators(rng, H, A, G, C):
+    w = rng.normal(size=(H, A, G, C, C))
+    return (w - np.swapaxes(w, -1, -2)) / 2
+
+
+@pytest.mark.parametrize("C", [2, 4])
+def test_closed_form_equals_scipy_expm_in_float64(C):
+    """Blocks of 2 and 4 in closed form (Rodrigues per invariant plane pair), computed in
+    float64, against scipy's expm token by token: free, non-commuting generators (LieRE in 3-D),
+    real positions, position 0 and a zero generator included."""
+    rng = np.random.default_rng(C)
+    gen = random_generators(rng, 2, 3, 2, C)
+    gen[1, :, 1] = 0.0  # a block that never turns
+    x = rng.normal(size=(B, L, 2, 2 * C))
+    pos = rng.uniform(-30, 30, (B, L, 3))
+    pos[0, 0] = 0.0
+    with jax.enable_x64(True):
+        got = np.asarray(rotate_closed_form(jnp.asarray(gen), jnp.asarray(x), jnp.asarray(pos)))
+        assert got.dtype == np.float64
+    expected = reference_rotate(gen, x, pos)
+    # Angles reach about 100 radians here: float64 rounds them at about 1e-14 each.
+    np.testing.assert_allclose(got, expected, atol=1e-11, rtol=0)
+    np.testing.assert_array_equal(got[1, :, 1, C:], x[1, :, 1, C:])
+
+
+@pytest.mark.parametrize("C", [2, 4])
+def test_closed_form_gradients_are_finite_and_exact_at_zero_angle(C):
+    """The gradient with respect to the generators through cos r and sin r / r, at positions
+    where r = 0 (position 0) and away from it, against central differences in float64."""
+    rng = np.random.default_rng(10 + C)
+    with jax.enable_x64(True):
+        gen = jnp.asarray(random_generators(rng, 1, 2, 1, C))
+        x = jnp.asarray(rng.normal(size=(1, 3, 1, C)))
+        pos = jnp.asarray([[[0.0, 0.0], [1.5, -0.5], [3.0, 2.0]]])
+        w = jnp.asarray(rng.normal(size=(1, 3, 1, C)))
+
+        def f(g):
+            return jnp.sum(w * rotate_closed_form(g, x, pos))
+
+        grad = np.asarray(jax.grad(f)(gen))
+        numeric = np.zeros_like(grad)
+        for idx in np.ndindex(*grad.shape):
+            step = np.zeros(grad.shape)
+            step[idx] = 1e-6
+            numeric[idx] = (f(gen + step) - f(gen - step)) / 2e-6
+    assert np.isfinite(grad).all()
+    np.testing.assert_allclose(grad, numeric, atol=1e-7)
+
+
+def test_closed_form_equals_the_general_path_in_float32():
+    """Blocks of 4: the closed form and the scaled-and-squared Taylor expm of the same
+    generators agree in float32 (what training uses)."""
+    rng = np.random.default_rng(7)
+    gen = jnp.asarray(random_generators(rng, 2, 2, 4, 4), jnp.float32) * 0.3
+    q, _ = qk()
+    pos = random_positions(8, low=-40, high=41, A=2)
+    closed = rotate_closed_form(gen, q, pos)
+    general = rotate_blocks(q, block_rotations(gen, pos))
+    np.testing.assert_allclose(closed, general, atol=2e-5)
 
 
 @pytest.mark.parametrize(("enc", "commutes"), CASES, ids=IDS)

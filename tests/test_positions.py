@@ -80,7 +80,8 @@ def test_scaled_multiplies_by_an_integer_stride():
 
 
 def test_registry_round_trip_and_helpful_errors():
-    expected = ["contiguous", "offset", "randomized", "scaled", "grid", "coupled", "mrope"]
+    expected = ["contiguous", "offset", "randomized", "scaled", "grid", "coupled", "abacus"]
+    expected += ["mrope"]
     assert positions.names() == expected
     for sampler in [*SAMPLERS, Grid(), MRoPE()]:
         assert positions.from_dict(positions.to_dict(sampler)) == sampler

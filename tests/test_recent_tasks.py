@@ -364,8 +364,8 @@ def test_coupling_is_refused_with_encodings_that_need_increasing_positions():
 
 def test_every_sampler_declares_what_it_reads_and_whether_it_increases():
     for name, cls in positions.classes().items():
-        assert cls.task_axes == {"grid": 2, "coupled": 1}.get(name), name
-        assert cls.increasing == (name not in ("grid", "coupled", "mrope")), name
+        assert cls.task_axes == {"grid": 2, "coupled": 1, "abacus": 1}.get(name), name
+        assert cls.increasing == (name not in ("grid", "coupled", "abacus", "mrope")), name
 
 
 def test_evaluation_keeps_the_coupling_without_the_offset():

@@ -133,7 +133,7 @@ def test_bad_input_names_the_choices():
     with pytest.raises(
         ValueError, match="Known tasks: copy, reverse, offset, duplicate, count_copy, grid"
     ):
-        tasks.get("sort")
+        tasks.get("shuffle")
     with pytest.raises(ValueError, match="no option"):
         tasks.get("copy", k=2)
     with pytest.raises(ValueError, match="k must be >= 1"):

@@ -1,11 +1,12 @@
 """Frozen evaluation sets of the synthetic tasks as tensorflow-datasets builders (array_record).
 
 One builder per task (`pe_copy`, `pe_reverse`, `pe_offset`, `pe_duplicate`, `pe_count_copy`,
-`pe_grid`, `pe_addition`, `pe_flip_flop`, `pe_selective_copy`, `pe_counting`), the task with its
-default options. Named configs are length grids: `L16` holds the
-default evaluation grid of a model trained at length 16 (16, 32, ..., 128) for decoders,
-`L16-encoder` the same for encoders; `per_length` sequences per length. Building needs no
-TensorFlow: examples are written as array_record and read back with `tfds.data_source`.
+`pe_grid`, `pe_addition`, `pe_flip_flop`, `pe_selective_copy`, `pe_counting`, `pe_sort`,
+`pe_multiplication`, `pe_mqar`, `pe_local_count`), the task with its default options. Named configs
+are length grids: `L16` holds the default evaluation grid of a model trained at length 16 (16, 32,
+..., 128) for decoders, `L16-encoder` the same for encoders; `per_length` sequences per length.
+Building needs no TensorFlow: examples are written as array_record and read back with
+`tfds.data_source`.
 
 An example is one sequence exactly as evaluation samples it on the fly (`tasks.eval_batch`
 with the key of the evaluation seed and the length, padded to the length's bucket), stored
@@ -246,6 +247,43 @@ class PeCounting(TaskBuilder):
     RELEASE_NOTES = _first_version(TASK)
 
 
+class PeSort(TaskBuilder):
+    """Sort (tasks.Sort)."""
+
+    name = "pe_sort"
+    TASK = "sort"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
+class PeMultiplication(TaskBuilder):
+    """Reversed-digit multiplication of two n-digit numbers; lengths are digit counts, and the
+    examples carry each digit's place (tasks.Multiplication)."""
+
+    name = "pe_multiplication"
+    TASK = "multiplication"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
+class PeMQAR(TaskBuilder):
+    """Multi-query associative recall, 256 keys; lengths are pair counts (tasks.MQAR)."""
+
+    name = "pe_mqar"
+    TASK = "mqar"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
+class PeLocalCount(TaskBuilder):
+    """Local count, runs of 2-8 (tasks.LocalCount)."""
+
+    name = "pe_local_count"
+    TASK = "local_count"
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = _first_version(TASK)
+
+
 TASK_BUILDERS: dict[str, type[TaskBuilder]] = {
     cls.TASK: cls
     for cls in (
@@ -259,6 +297,10 @@ TASK_BUILDERS: dict[str, type[TaskBuilder]] = {
         PeFlipFlop,
         PeSelectiveCopy,
         PeCounting,
+        PeSort,
+        PeMultiplication,
+        PeMQAR,
+        PeLocalCount,
     )
 }
 """Task name -> its builder."""

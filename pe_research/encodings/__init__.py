@@ -25,12 +25,17 @@ from pe_research.encodings.absolute import (
 from pe_research.encodings.base import Dims, Encoding
 from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
 from pe_research.encodings.contextual import CoPE, ForgettingGate
+from pe_research.encodings.dape import DAPE
+from pe_research.encodings.fourier import FoPE
 from pe_research.encodings.learned_bias import FIRE, TransformerXL
 from pe_research.encodings.learned_rotation import ComRoPE, LieRE
 from pe_research.encodings.mixture import Mixture, RNoPE
 from pe_research.encodings.mrope import MRoPE
+from pe_research.encodings.path import PaTH
+from pe_research.encodings.polar import PoPE
 from pe_research.encodings.rope_scaling import RopeScaling
 from pe_research.encodings.rotary import HoPE, RoPE, RoPEND, XPos, apply_rope, rope_frequencies
+from pe_research.encodings.temperature import NAPE, Temperature
 from pe_research.registry import Registry
 
 _REGISTRY: Registry[Encoding] = Registry(
@@ -61,6 +66,13 @@ _REGISTRY: Registry[Encoding] = Registry(
         RNoPE,
         LieRE,
         ComRoPE,
+        # round two (issue 25)
+        FoPE,
+        PoPE,
+        DAPE,
+        PaTH,
+        Temperature,
+        NAPE,
     ),
 )
 # Mixtures name their members by registry name.
@@ -76,13 +88,16 @@ def to_dict(encoding: Encoding) -> dict[str, Any]:
 
 
 __all__ = [
+    "DAPE",
     "FIRE",
+    "NAPE",
     "ALiBi",
     "Binary",
     "CoPE",
     "ComRoPE",
     "Dims",
     "Encoding",
+    "FoPE",
     "ForgettingGate",
     "HoPE",
     "Integer",
@@ -93,12 +108,15 @@ __all__ = [
     "LieRE",
     "NoPE",
     "NormalizedInteger",
+    "PaTH",
+    "PoPE",
     "RNoPE",
     "RoPE",
     "RoPEND",
     "RopeScaling",
     "Sinusoidal",
     "T5Bias",
+    "Temperature",
     "TransformerXL",
     "XPos",
     "alibi_slopes",

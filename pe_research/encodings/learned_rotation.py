@@ -21,17 +21,19 @@ entries) for positions scaled into [0, 1]; positions here are integers up to the
 random generators spread their angles at one fixed scale, so by default we start from RoPE's
 spread of wavelengths and let training move the generators.
 
-Cost. expm is a scaling and squaring of a degree-8 Taylor polynomial (`expm_skew`; float32
-`jax.scipy.linalg.expm` was 10x less accurate here and, under vmap, slower). Commuting generators
-with integer positions (1-D, and ComRoPE in n-D) factor: R(p) = prod_a prod_d T_ad[digit_d(p_a)],
-the digits of |p_a| in base 16 and T_ad[j] = expm(j 16^d G_a) a table of 16 x 6 matrices per
-head and block, so each token costs 6 A one-hot table reads and 6 A - 1 small matmuls. LieRE in
-n-D (and real-valued positions) takes one expm per token, head and block: 8 + 30 small matmuls
-(the squarings a matrix does not need are computed and discarded under vmap). Both stay far
-costlier than RoPE. Rounding grows about as ||p G|| 2^-24, as RoPE's angles do; |p| >= 2^24,
-where float32 stops counting integers, gives NaN. Measured (gradient of rotate, B 32, L 64,
-4 heads of 16, block 4, 2 shared CPU cores): rope 2 ms, liere and comrope 1-D 0.2 s, comrope
-2-D 0.55 s, liere 2-D 1.1 s.
+Cost. Blocks of 2 and 4 (the default) take closed forms (block_rotation.py): RoPE's cos/sin
+for 2, and for 4 the split of so(4) into commuting self-dual and anti-self-dual parts, each
+turned by Rodrigues' formula, so a token costs two 3-vector norms, four cos/sinc and two small
+products, exact for any generators (LieRE in n-D too) and real positions; the coefficients come
+from the generators once per step. Larger blocks fall back on expm: a scaling and squaring of a
+degree-8 Taylor polynomial per token, or for commuting generators at integer positions the
+products of tabulated expms of the positions' base-16 digits (block_rotation.py). Rounding grows
+about as ||p G|| 2^-24, as RoPE's angles do; positions must stay below 2^24, where float32 stops
+counting integers. A training step (scripts/learned_rotation_cost.py: the default model, copy of
+1-16 symbols at batch 64, 2-D on grid sides 1-4 at batch 32; 2 shared CPU cores, 2026-12-01,
+each version against RoPE in the same process), before -> after the closed form, as a multiple
+of RoPE's (rope_nd's in 2-D): liere 6.4x -> 1.7x, comrope 6.7x -> 1.9x, liere block 2 2.8x ->
+1.1x, liere 2-D 104x -> 2.1x, comrope 2-D 36x -> 2.2x.
 """
 
 from __future__ import annotations
@@ -44,15 +46,20 @@ import jax
 import jax.numpy as jnp
 
 from pe_research.encodings.base import Dims, Encoding, Params, check_positive
+from pe_research.encodings.block_rotation import (
+    CLOSED_FORM_BLOCKS,
+    DIGIT_BASE,
+    DIGITS,
+    block_rotations,
+    commuting_rotations,
+    rotate_blocks,
+    rotate_closed_form,
+    skew,
+)
 from pe_research.encodings.rotary import rope_frequencies
 
 INITS = ("rope", "normal")
 VARIANTS = ("ld", "ap")
-
-
-def skew(w_XCE: jax.Array) -> jax.Array:
-    """The skew-symmetric part (w - w^T) / 2 of the last two axes: w itself if w is skew."""
-    return (w_XCE - jnp.swapaxes(w_XCE, -1, -2)) / 2
 
 
 def rope_generators(head_dim: int, axes: int, block_size: int, base: float) -> jax.Array:
@@ -72,89 +79,6 @@ def rope_generators(head_dim: int, axes: int, block_size: int, base: float) -> j
     gen_AKK = gen_AKK.at[axis_AJ, first_AJ, first_AJ + 1].set(-theta_AJ)
     G = K // C
     return jnp.stack([gen_AKK[:, g * C : (g + 1) * C, g * C : (g + 1) * C] for g in range(G)], 1)
-
-
-DIGIT_BASE = 16
-DIGITS = 6  # |p| < 16^6 = 2^24, below which float32 counts integers exactly
-MAX_SQUARINGS = 30
-
-
-def matmul_small(a_XCE: jax.Array, b_XEF: jax.Array) -> jax.Array:
-    """a @ b over the last two axes as C broadcast products: on CPU, XLA's batched dot of many
-    tiny matrices was several times slower."""
-    C = a_XCE.shape[-1]
-    return sum(a_XCE[..., :, e : e + 1] * b_XEF[..., e : e + 1, :] for e in range(C))
-
-
-def expm_skew(a_XCE: jax.Array) -> jax.Array:
-    """expm of each square matrix of a float32 batch: Taylor of degree 8 at norm <= 1/2, then
-    squarings (each matrix its own count, up to MAX_SQUARINGS; beyond, NaN)."""
-    # One flat batch axis: gradients of this loop over arrays of rank 7 crashed XLA:CPU (jax 0.10).
-    shape = a_XCE.shape
-    a_XCE = a_XCE.reshape(-1, *shape[-2:])
-    norm_X = jnp.sqrt(jnp.sum(a_XCE * a_XCE, axis=(-2, -1)))  # Frobenius >= spectral norm
-    tiny = jnp.finfo(jnp.float32).tiny
-    s_X = jnp.maximum(jnp.ceil(jnp.log2(jnp.maximum(norm_X, tiny) / 0.5)), 0.0)
-    s_X = jax.lax.stop_gradient(s_X)
-    x_XCE = a_XCE / (2.0**s_X)[..., None, None]
-    eye_XCE = jnp.eye(a_XCE.shape[-1], dtype=a_XCE.dtype)[None]
-    r_XCE = jnp.broadcast_to(eye_XCE, a_XCE.shape)
-    for k in range(8, 0, -1):  # Horner: remainder <= (1/2)^9 / 9! < 6e-9
-        r_XCE = eye_XCE + matmul_small(x_XCE, r_XCE) / k
-
-    def square(i: int, r_XCE: jax.Array) -> jax.Array:
-        return jnp.where((i < s_X)[..., None, None], matmul_small(r_XCE, r_XCE), r_XCE)
-
-    r_XCE = jax.lax.fori_loop(0, MAX_SQUARINGS, square, r_XCE)
-    return jnp.where((s_X > MAX_SQUARINGS)[..., None, None], jnp.nan, r_XCE).reshape(shape)
-
-
-def block_rotations(gen_HAGCE: jax.Array, pos_BLA: jax.Array) -> jax.Array:
-    """rot_BLHGCE = expm(sum_a pos_a gen_a) per token, head and block, in float32: any
-    generators, any real positions."""
-    angle_BLHGCE = jnp.einsum(
-        "BLA,HAGCE->BLHGCE", pos_BLA.astype(jnp.float32), gen_HAGCE.astype(jnp.float32)
-    )
-    return expm_skew(angle_BLHGCE)
-
-
-def commuting_rotations(gen_HAGCE: jax.Array, pos_BLA: jax.Array) -> jax.Array:
-    """rot_BLHGCE of `block_rotations` for commuting generators and integer positions, from
-    tables of expm(j 16^d gen_a): R(p) = prod_a prod_d T_ad[digit_d(|p_a|)], transposed for
-    p_a < 0. Exact: expm of commuting summands is the product of their expms."""
-    j_J = jnp.arange(DIGIT_BASE, dtype=jnp.float32)
-    scale_DJ = float(DIGIT_BASE) ** jnp.arange(DIGITS, dtype=jnp.float32)[:, None] * j_J[None]
-    table_DJHAGCE = expm_skew(
-        scale_DJ[:, :, None, None, None, None, None] * gen_HAGCE.astype(jnp.float32)[None, None]
-    )
-    rot_BLHGCE = None
-    for a in range(pos_BLA.shape[-1]):
-        p_BL = pos_BLA[:, :, a]
-        axis_BLHGCE = None
-        for d in range(DIGITS):
-            digit_BL = (jnp.abs(p_BL) // DIGIT_BASE**d) % DIGIT_BASE
-            # A one-hot product rather than a gather: its gradient is a matmul, not a
-            # scatter-add.
-            onehot_BLJ = jax.nn.one_hot(digit_BL, DIGIT_BASE, dtype=jnp.float32)
-            factor_BLHGCE = jnp.einsum("BLJ,JHGCE->BLHGCE", onehot_BLJ, table_DJHAGCE[d, :, :, a])
-            axis_BLHGCE = (
-                factor_BLHGCE if axis_BLHGCE is None else matmul_small(axis_BLHGCE, factor_BLHGCE)
-            )
-        flip_BL111 = (p_BL < 0)[:, :, None, None, None, None]
-        axis_BLHGCE = jnp.where(flip_BL111, jnp.swapaxes(axis_BLHGCE, -1, -2), axis_BLHGCE)
-        too_far_BL111 = (jnp.abs(p_BL) >= DIGIT_BASE**DIGITS)[:, :, None, None, None, None]
-        axis_BLHGCE = jnp.where(too_far_BL111, jnp.nan, axis_BLHGCE)
-        rot_BLHGCE = axis_BLHGCE if rot_BLHGCE is None else matmul_small(rot_BLHGCE, axis_BLHGCE)
-    return rot_BLHGCE
-
-
-def rotate_blocks(x_BLHK: jax.Array, rot_BLHGCE: jax.Array) -> jax.Array:
-    """Each block of C components of x turned by its rotation; float32 inside, x's dtype out."""
-    B, L, H, K = x_BLHK.shape
-    G, C = rot_BLHGCE.shape[3:5]
-    x_BLHGE = x_BLHK.astype(jnp.float32).reshape(B, L, H, G, C)
-    y_BLHGC = jnp.einsum("BLHGCE,BLHGE->BLHGC", rot_BLHGCE, x_BLHGE)
-    return y_BLHGC.reshape(B, L, H, K).astype(x_BLHK.dtype)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,6 +194,8 @@ class _BlockRotation(Encoding, abc.ABC):
         if K % C:
             self.check(Dims(d_model=K, num_heads=1, head_dim=K), 0)
         pos_BLA = self._positions(pos, x_BLHK)
+        if C in CLOSED_FORM_BLOCKS:
+            return rotate_closed_form(gen_HAGCE, x_BLHK, pos_BLA)
         if self.commuting and jnp.issubdtype(pos_BLA.dtype, jnp.integer):
             return rotate_blocks(x_BLHK, commuting_rotations(gen_HAGCE, pos_BLA))
         return rotate_blocks(x_BLHK, block_rotations(gen_HAGCE, pos_BLA))

@@ -1,10 +1,11 @@
 """Synthetic position-sensitive tasks, sampled on device inside the jitted step, by family:
 
     base            Batch, the Task base and the prompt-answer machinery they share
-    rearrangements  copy, reverse, duplicate, count_copy, offset
-    grids           grid (2-D coordinates per token)
-    arithmetic      addition (reversed digits, index hints, coupled positions)
-    contextual      flip_flop, selective_copy, counting
+    rearrangements  copy, reverse, duplicate, count_copy, sort, offset (n-back)
+    grids           grid (2-D coordinates per token), video (3-D: frame, row, col)
+    arithmetic      addition (reversed digits, index hints, coupled positions), multiplication
+    contextual      flip_flop, selective_copy, counting, local_count
+    recall          mqar (multi-query associative recall)
     text            byte_lm (next-byte prediction on a local corpus)
     evaluation      the held-out sequences evaluation scores at a length
 
@@ -17,12 +18,13 @@ from __future__ import annotations
 from typing import Any
 
 from pe_research.registry import Registry
-from pe_research.tasks.arithmetic import Addition, add_reversed
+from pe_research.tasks.arithmetic import Addition, Multiplication, add_reversed, multiply_reversed
 from pe_research.tasks.base import Batch, PromptAnswer, Task
-from pe_research.tasks.contextual import Counting, FlipFlop, SelectiveCopy
+from pe_research.tasks.contextual import Counting, FlipFlop, LocalCount, SelectiveCopy
 from pe_research.tasks.evaluation import bucket, eval_batch, length_keys
-from pe_research.tasks.grids import Grid
-from pe_research.tasks.rearrangements import Copy, CountCopy, Duplicate, Offset, Reverse
+from pe_research.tasks.grids import Grid, Video
+from pe_research.tasks.rearrangements import Copy, CountCopy, Duplicate, Offset, Reverse, Sort
+from pe_research.tasks.recall import MQAR
 from pe_research.tasks.text import ByteLM
 
 _REGISTRY: Registry[Task] = Registry(
@@ -40,6 +42,11 @@ _REGISTRY: Registry[Task] = Registry(
         FlipFlop,
         SelectiveCopy,
         Counting,
+        Sort,
+        Multiplication,
+        MQAR,
+        LocalCount,
+        Video,
     ),
 )
 names = _REGISTRY.names
@@ -54,7 +61,8 @@ def get(name: str, **options: Any) -> Task:
 
 
 __all__ = [
-    "Addition", "Batch", "ByteLM", "Copy", "CountCopy", "Counting", "Duplicate", "FlipFlop",
-    "Grid", "Offset", "PromptAnswer", "Reverse", "SelectiveCopy", "Task", "add_reversed",
-    "bucket", "classes", "eval_batch", "get", "length_keys", "names",
+    "MQAR", "Addition", "Batch", "ByteLM", "Copy", "CountCopy", "Counting", "Duplicate",
+    "FlipFlop", "Grid", "LocalCount", "Multiplication", "Offset", "PromptAnswer", "Reverse",
+    "SelectiveCopy", "Sort", "Task", "Video", "add_reversed", "bucket", "classes", "eval_batch",
+    "get", "length_keys", "multiply_reversed", "names",
 ]  # fmt: skip

@@ -1,7 +1,9 @@
-"""Arithmetic in reversed-digit format: addition (Zhou et al., 2024; Cho et al., 2024)."""
+"""Arithmetic in reversed-digit format: addition (Zhou et al., 2024; Cho et al., 2024) and
+multiplication (McLeish et al., 2024)."""
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any
 
@@ -24,8 +26,138 @@ def add_reversed(a_BT: jax.Array, b_BT: jax.Array, base: int) -> jax.Array:
     return (s_BT + carry_in_BT) % base
 
 
+def multiply_reversed(a_BT: jax.Array, b_BT: jax.Array, base: int) -> jax.Array:
+    """Digits of a * b, least significant first, base `base`, [B, T] (the product's digits
+    beyond column T - 1 are dropped: give a and b enough zero columns).
+
+    Column sums s_k = sum_{i + j = k} a_i b_j (a convolution, exact in float32 while
+    T (base - 1)^2 < 2^24), then one scan over the columns carries s_k + carry into digit and
+    carry: carries exceed 1 here, so the closed form of `add_reversed` does not apply."""
+    T = a_BT.shape[1]
+    conv = jax.vmap(lambda a, b: jnp.convolve(a, b, precision="highest"))
+    s_BT = jnp.round(conv(a_BT.astype(jnp.float32), b_BT.astype(jnp.float32))[:, :T])
+
+    def carry(c_B: jax.Array, s_B: jax.Array) -> tuple[jax.Array, jax.Array]:
+        total_B = s_B + c_B
+        return total_B // base, total_B % base
+
+    _, digits_TB = jax.lax.scan(
+        carry, jnp.zeros(s_BT.shape[:1], jnp.int32), s_BT.T.astype(jnp.int32)
+    )
+    return digits_TB.T
+
+
 @dataclasses.dataclass(frozen=True)
-class Addition(Task):
+class _ReversedArithmetic(Task, abc.ABC):
+    """`a_0 .. a_n-1 OP b_0 .. b_n-1 SEP c_0 .. c_m-1`: two n-digit operands, least significant
+    digit first, in base `alphabet`, and m(n) result digits; the machinery addition and
+    multiplication share (layout, coupled positions, decoder and encoder forms). Vocabulary:
+    digits 0..alphabet-1, PAD, SEP, BLANK, OP, then a subclass's own tokens."""
+
+    alphabet: int = 10
+
+    @property
+    def operator(self) -> int:
+        return self.alphabet + 3
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 4
+
+    @property
+    def unit(self) -> int:
+        """Tokens per digit (2 when a hint token precedes each digit)."""
+        return 1
+
+    @abc.abstractmethod
+    def result_digits(self, n: Any) -> Any:
+        """m(n): how many digits the result of two n-digit operands is written with."""
+
+    @abc.abstractmethod
+    def result(self, a_BT: jax.Array, b_BT: jax.Array) -> jax.Array:
+        """The result's digits, least significant first, from the operands' ([B, T] each)."""
+
+    def digit_tokens(self, digit_BT: jax.Array, k_BT: jax.Array, hint_BT: jax.Array) -> jax.Array:
+        """The token of each number position: its digit (a subclass may put hints there)."""
+        return digit_BT
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        total = (2 * length + self.result_digits(length)) * self.unit + 2
+        return total - 1 if causal else total
+
+    def layout(self, n_B1: jax.Array, T: int) -> dict[str, jax.Array]:
+        """Where each token of [B, T] lies: operand a, b or result c, the significance k of its
+        digit, whether it is a hint, and the index of OP, SEP and the end of the sequence."""
+        u = self.unit
+        i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
+        op_B1 = n_B1 * u
+        sep_B1 = 2 * n_B1 * u + 1
+        end_B1 = sep_B1 + 1 + self.result_digits(n_B1) * u
+        in_a = i_1T < op_B1
+        in_b = (i_1T > op_B1) & (i_1T < sep_B1)
+        in_c = (i_1T > sep_B1) & (i_1T < end_B1)
+        r_BT = i_1T - jnp.where(in_a, 0, jnp.where(in_b, op_B1 + 1, sep_B1 + 1))
+        return {
+            "i": i_1T,
+            "in_a": in_a,
+            "in_b": in_b,
+            "in_c": in_c,
+            "k": r_BT // u,
+            "hint": (r_BT % u == 0) & (u == 2),
+            "op": op_B1,
+            "sep": sep_B1,
+            "end": end_B1,
+        }
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        B, T = n_B.shape[0], width + 1
+        k_a, k_b = jax.random.split(key)
+        n_B1 = n_B.astype(jnp.int32)[:, None]
+        at = self.layout(n_B1, T)
+        # Digit k of each operand at column k; columns >= n are 0, so the result's high columns
+        # (a carry, a product's upper half) come out of the same digit arithmetic.
+        in_n = jnp.arange(T, dtype=jnp.int32)[None, :] < n_B1
+        a_BT = jnp.where(in_n, jax.random.randint(k_a, (B, T), 0, self.alphabet, jnp.int32), 0)
+        b_BT = jnp.where(in_n, jax.random.randint(k_b, (B, T), 0, self.alphabet, jnp.int32), 0)
+        c_BT = self.result(a_BT, b_BT)
+        number = at["in_a"] | at["in_b"] | at["in_c"]
+        k_BT = jnp.where(number, at["k"], 0)
+        digit_BT = jnp.where(
+            at["in_a"],
+            gather_BL(a_BT, k_BT, number),
+            jnp.where(at["in_b"], gather_BL(b_BT, k_BT, number), gather_BL(c_BT, k_BT, number)),
+        )
+        i = at["i"]
+        special = jnp.where(
+            i == at["op"], self.operator, jnp.where(i == at["sep"], self.sep, self.pad)
+        )
+        digit_or_hint = self.digit_tokens(digit_BT, k_BT, at["hint"])
+        seq_BT = jnp.where(number, digit_or_hint, special).astype(jnp.int32)
+        answer_BT = at["in_c"] & ~at["hint"]
+        i_1L = i[:, :width]
+        # A decoder reads every token but the last (the last is only a target).
+        valid_BL = jnp.broadcast_to(i_1L < at["end"] - (1 if causal else 0), (B, width))
+        coords_BL1 = jnp.where(valid_BL & number[:, :width], k_BT[:, :width] + 1, 0)[..., None]
+        coords_BL1 = coords_BL1.astype(jnp.int32)
+        if causal:
+            return Batch(
+                inputs=seq_BT[:, :width],
+                targets=seq_BT[:, 1:],
+                loss_mask=answer_BT[:, 1:],
+                valid=valid_BL,
+                coords=coords_BL1,
+            )
+        return Batch(
+            inputs=jnp.where(answer_BT[:, :width], self.blank, seq_BT[:, :width]),
+            targets=seq_BT[:, :width],
+            loss_mask=answer_BT[:, :width],
+            valid=valid_BL,
+            coords=coords_BL1,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Addition(_ReversedArithmetic):
     """Addition in reversed-digit format: `a_0 .. a_n-1 + b_0 .. b_n-1 SEP c_0 .. c_n`.
 
     The task's length n is the digit count of both operands (drawn like any length); digits are
@@ -55,17 +187,19 @@ class Addition(Task):
 
     name = "addition"
     position_axes = 1
-    alphabet: int = 10
     index_hints: bool = False
     hints: int = 256
 
     @property
     def plus(self) -> int:
-        return self.alphabet + 3
+        return self.operator
 
     def hint(self, k: Any) -> Any:
         """The hint token of significance k."""
         return self.alphabet + 4 + k
+
+    def digit_tokens(self, digit_BT: jax.Array, k_BT: jax.Array, hint_BT: jax.Array) -> jax.Array:
+        return jnp.where(hint_BT, self.hint(k_BT), digit_BT)
 
     @property
     def vocab_size(self) -> int:
@@ -93,74 +227,38 @@ class Addition(Task):
                 f" tokens; raise hints to at least {length + 1} (the longest evaluated digit "
                 "count + 1), or evaluate fewer digits."
             )
-        total = (3 * length + 1) * self.unit + 2
-        return total - 1 if causal else total
+        return super().seq_len(length, causal)
 
-    def layout(self, n_B1: jax.Array, T: int) -> dict[str, jax.Array]:
-        """Where each token of [B, T] lies: operand a, b or answer c, the significance k of its
-        digit, whether it is a hint, and the index of PLUS, SEP and the end of the sequence."""
-        u = self.unit
-        i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
-        plus_B1 = n_B1 * u
-        sep_B1 = 2 * n_B1 * u + 1
-        end_B1 = sep_B1 + 1 + (n_B1 + 1) * u
-        in_a = i_1T < plus_B1
-        in_b = (i_1T > plus_B1) & (i_1T < sep_B1)
-        in_c = (i_1T > sep_B1) & (i_1T < end_B1)
-        r_BT = i_1T - jnp.where(in_a, 0, jnp.where(in_b, plus_B1 + 1, sep_B1 + 1))
-        return {
-            "i": i_1T,
-            "in_a": in_a,
-            "in_b": in_b,
-            "in_c": in_c,
-            "k": r_BT // u,
-            "hint": (r_BT % u == 0) & (u == 2),
-            "plus": plus_B1,
-            "sep": sep_B1,
-            "end": end_B1,
-        }
+    def result_digits(self, n: Any) -> Any:
+        return n + 1
 
-    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
-        B, T = n_B.shape[0], width + 1
-        k_a, k_b = jax.random.split(key)
-        n_B1 = n_B.astype(jnp.int32)[:, None]
-        at = self.layout(n_B1, T)
-        # Digit k of each operand at column k; columns >= n are 0, so column n of c is the carry.
-        in_n = jnp.arange(T, dtype=jnp.int32)[None, :] < n_B1
-        a_BT = jnp.where(in_n, jax.random.randint(k_a, (B, T), 0, self.alphabet, jnp.int32), 0)
-        b_BT = jnp.where(in_n, jax.random.randint(k_b, (B, T), 0, self.alphabet, jnp.int32), 0)
-        c_BT = add_reversed(a_BT, b_BT, self.alphabet)
-        number = at["in_a"] | at["in_b"] | at["in_c"]
-        k_BT = jnp.where(number, at["k"], 0)
-        digit_BT = jnp.where(
-            at["in_a"],
-            gather_BL(a_BT, k_BT, number),
-            jnp.where(at["in_b"], gather_BL(b_BT, k_BT, number), gather_BL(c_BT, k_BT, number)),
-        )
-        i = at["i"]
-        special = jnp.where(
-            i == at["plus"], self.plus, jnp.where(i == at["sep"], self.sep, self.pad)
-        )
-        digit_or_hint = jnp.where(at["hint"], self.hint(k_BT), digit_BT)
-        seq_BT = jnp.where(number, digit_or_hint, special).astype(jnp.int32)
-        answer_BT = at["in_c"] & ~at["hint"]
-        i_1L = i[:, :width]
-        # A decoder reads every token but the last (the last is only a target).
-        valid_BL = jnp.broadcast_to(i_1L < at["end"] - (1 if causal else 0), (B, width))
-        coords_BL1 = jnp.where(valid_BL & number[:, :width], k_BT[:, :width] + 1, 0)[..., None]
-        coords_BL1 = coords_BL1.astype(jnp.int32)
-        if causal:
-            return Batch(
-                inputs=seq_BT[:, :width],
-                targets=seq_BT[:, 1:],
-                loss_mask=answer_BT[:, 1:],
-                valid=valid_BL,
-                coords=coords_BL1,
-            )
-        return Batch(
-            inputs=jnp.where(answer_BT[:, :width], self.blank, seq_BT[:, :width]),
-            targets=seq_BT[:, :width],
-            loss_mask=answer_BT[:, :width],
-            valid=valid_BL,
-            coords=coords_BL1,
-        )
+    def result(self, a_BT: jax.Array, b_BT: jax.Array) -> jax.Array:
+        return add_reversed(a_BT, b_BT, self.alphabet)
+
+
+@dataclasses.dataclass(frozen=True)
+class Multiplication(_ReversedArithmetic):
+    """Multiplication in reversed-digit format: `a_0 .. a_n-1 * b_0 .. b_n-1 SEP c_0 .. c_2n-1`.
+
+    As addition (the same layout, TIMES in PLUS's place): two n-digit operands, least
+    significant digit first, uniform digits in base `alphabet` (zero-padded operands), and
+    their product written with 2n digits (the upper ones may be 0). A sequence has 4n + 2
+    tokens; only the product's digits are scored. McLeish et al. (2024, arXiv 2405.17399,
+    "Transformers Can Do Arithmetic with the Right Embeddings") train multiplication in this
+    reversed format with Abacus embeddings (the `abacus` sampler with `learned`); they draw
+    the two operands' lengths independently, here both have n digits.
+
+    Coordinates (Batch.coords, [B, L, 1]) as addition's: digit k of a, b and c at k + 1, TIMES,
+    SEP and padding at 0 (each digit's place in its number: Abacus's positions, and one
+    position per significance for `coupled`). Products are computed digit by digit on device
+    (`multiply_reversed`), so any length works.
+    """
+
+    name = "multiplication"
+    position_axes = 1
+
+    def result_digits(self, n: Any) -> Any:
+        return 2 * n
+
+    def result(self, a_BT: jax.Array, b_BT: jax.Array) -> jax.Array:
+        return multiply_reversed(a_BT, b_BT, self.alphabet)

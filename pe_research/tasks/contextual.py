@@ -1,5 +1,6 @@
 """Tasks of the contextual-position papers: flip-flop (Liu et al., 2023), selective copy (Gu and
-Dao, 2023) and counting (Golovneva et al., 2024), where positions must count chosen tokens."""
+Dao, 2023) and counting (Golovneva et al., 2024), where positions must count chosen tokens, and
+local count (Vasylenko et al., 2025), where they must count back to the last change of symbol."""
 
 from __future__ import annotations
 
@@ -208,3 +209,67 @@ class Counting(PromptAnswer):
         )
         power_BT = jnp.clip(self.count_digits - 1 - j_BT, 0, self.count_digits - 1)
         return self.digit(count_B1 // 10**power_BT % 10)
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalCount(Task):
+    """Local count: over a stream of runs of repeated symbols, the target at each token is how
+    many copies of its symbol came before it in its run (0, 1, 2, ...).
+
+    The local count task of the ASEntmax paper's suite (Vasylenko et al., 2025, arXiv
+    2506.16640; deep-spin/asentmax, scripts/generate_data.py, LocalCount): runs of r copies of
+    a symbol, r uniform in 2..`max_reps`, consecutive runs of different symbols, and a label at
+    every token. The task's length n is the number of tokens; the last run may be cut short.
+    Their data use 16 symbols, runs of up to 48 and 64-128 tokens in training; here the defaults
+    are 16 symbols and runs of up to 8 (a few runs at the training lengths of 16). Every token
+    is scored, in decoders and encoders alike (the labels are not next tokens: a labelling task
+    like `offset`, and a causal model can solve it since a label depends on the tokens up to its
+    own). Vocabulary: the alphabet, PAD, SEP, BLANK (unused), then the counts 0..max_reps-1.
+    """
+
+    name = "local_count"
+    max_reps: int = 8
+
+    def count_token(self, c: Any) -> Any:
+        return self.alphabet + 3 + c
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 3 + self.max_reps
+
+    def check(self) -> None:
+        super().check()
+        value = self.max_reps
+        if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+            raise ValueError(
+                f"local_count max_reps must be an integer >= 2 (runs have 2..max_reps copies), "
+                f"got {value!r}."
+            )
+
+    def seq_len(self, length: int, causal: bool) -> int:
+        return length
+
+    def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
+        B, T = n_B.shape[0], width
+        k_rep, k_first, k_step = jax.random.split(key, 3)
+        S = T // 2 + 1  # runs of >= 2 tokens that can start within T tokens
+        reps_BS = jax.random.randint(k_rep, (B, S), 2, self.max_reps + 1, dtype=jnp.int32)
+        start_BS = jnp.cumsum(reps_BS, axis=1) - reps_BS
+        # A run's symbol differs from the previous run's: add 1..A-1 modulo A.
+        first_B1 = jax.random.randint(k_first, (B, 1), 0, self.alphabet, dtype=jnp.int32)
+        step_BS = jax.random.randint(k_step, (B, S), 1, self.alphabet, dtype=jnp.int32)
+        symbol_BS = (first_B1 + jnp.cumsum(step_BS, axis=1) - step_BS) % self.alphabet
+        # Mark run starts in one extra column that every start beyond the width lands in.
+        rows_B1 = jnp.arange(B)[:, None]
+        start_BT = jnp.zeros((B, T + 1), bool).at[rows_B1, jnp.minimum(start_BS, T)].set(True)
+        start_BT = start_BT[:, :T]
+        run_BT = jnp.cumsum(start_BT, axis=1, dtype=jnp.int32) - 1
+        i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
+        count_BT = i_1T - last_index(start_BT)
+        real_BT = i_1T < n_B.astype(jnp.int32)[:, None]
+        return Batch(
+            inputs=jnp.where(real_BT, gather_BL(symbol_BS, run_BT, real_BT), self.pad),
+            targets=jnp.where(real_BT, self.count_token(count_BT), self.pad).astype(jnp.int32),
+            loss_mask=real_BT,
+            valid=real_BT,
+        )

@@ -1,5 +1,5 @@
 """Tasks whose answer rearranges the prompt: copy, reverse, duplicate (Ruoss et al., 2023),
-count_copy (Kazemnejad et al., 2023), and the relative offset stream."""
+count_copy (Kazemnejad et al., 2023), sort, and the relative offset stream (n-back)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,29 @@ class Duplicate(_Rearrangement):
 
 
 @dataclasses.dataclass(frozen=True)
+class Sort(PromptAnswer):
+    """Sort: `x_1..x_n SEP y_1..y_n`, y the symbols of x in ascending order, repeats kept.
+
+    The sort task of the ASEntmax paper's synthetic suite (Vasylenko et al., 2025, arXiv
+    2506.16640; deep-spin/asentmax, scripts/generate_data.py: uniform symbols, the target
+    `np.sort` of them), in our prompt-answer form: their vocabulary is 32 symbols and their
+    training lengths 32-64; here the alphabet is an option (default 16) and lengths are drawn
+    like every task's. Unlike copy and reverse, the answer's order depends on the symbols, not
+    on the positions alone.
+    """
+
+    name = "sort"
+
+    def answer(
+        self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
+    ) -> jax.Array:
+        i_1T = jnp.arange(x_BT.shape[1], dtype=jnp.int32)[None, :]
+        # Symbols beyond the prompt sort after every real one (they are never read).
+        sorted_BT = jnp.sort(jnp.where(i_1T < n_B1, x_BT, self.alphabet), axis=1)
+        return gather_BL(sorted_BT, j_BT, in_answer_BT)
+
+
+@dataclasses.dataclass(frozen=True)
 class CountCopy(PromptAnswer):
     """Copy of one repeated symbol (Kazemnejad et al., 2023, "Copy (Repeat)"):
     `a a .. a SEP a a .. a END`, n symbols a in the prompt, `repeat` * n in the answer.
@@ -109,7 +132,9 @@ class CountCopy(PromptAnswer):
 class Offset(Task):
     """Relative offset: over a stream x_1..x_n, the target at position i is x_{i-k}.
 
-    Positions i <= k have no target and are not scored. With `k_max` set, k is drawn per
+    This is the n-back task (n = k) of the ASEntmax paper's suite (deep-spin/asentmax, NBack:
+    the target at each position is the token num_steps earlier). Positions i <= k have no
+    target and are not scored. With `k_max` set, k is drawn per
     sequence from [k, k_max] and shown as a leading prompt token, so the model must read the
     offset before it can look back by it. Works in causal and bidirectional models alike.
     """
