@@ -179,13 +179,13 @@ def time_steps(prog: train.Program, steps: int, repeats: int, warmup: int = 2) -
     """Seconds per step of `repeats` windows of `steps` steps each, after `warmup` steps."""
     state = prog.state
     for _ in range(warmup):
-        state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+        state, metrics = prog.run(state)
     jax.block_until_ready(state)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(steps):
-            state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+            state, metrics = prog.run(state)
         jax.block_until_ready((state, metrics))
         times.append((time.perf_counter() - t0) / steps)
     return times

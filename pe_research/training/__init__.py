@@ -2,7 +2,8 @@
 directories, checkpoints and per-length evaluation.
 
     step.py         optimizer, loss, model state, the pure step
-    program.py      runs that differ only in their seed packed into one compiled program
+    program.py      runs that differ only in their seed packed into one compiled program; one
+                    compiled step shared by runs of the same program shape
     loop.py         train / train_group: resume, the loop, evaluate and finish
     run_log.py      each run's metrics.jsonl and failure state
     checkpoints.py  orbax checkpoints of a run
@@ -10,7 +11,13 @@ directories, checkpoints and per-length evaluation.
 """
 
 from pe_research.training.loop import CHECKPOINT_EVERY, train, train_group
-from pe_research.training.program import Placement, Program, build_program, group_key
+from pe_research.training.program import (
+    Placement,
+    Program,
+    build_program,
+    group_key,
+    program_key,
+)
 from pe_research.training.run_log import RunLog, TrainingDiverged
 from pe_research.training.step import (
     Keys,
@@ -19,7 +26,9 @@ from pe_research.training.step import (
     init_state,
     keys_from_seed,
     loss_and_metrics,
+    make_batch_step,
     make_optimizer,
+    make_sampler,
     make_step,
     make_train_step,
 )
@@ -38,9 +47,12 @@ __all__ = [
     "init_state",
     "keys_from_seed",
     "loss_and_metrics",
+    "make_batch_step",
     "make_optimizer",
+    "make_sampler",
     "make_step",
     "make_train_step",
+    "program_key",
     "train",
     "train_group",
 ]

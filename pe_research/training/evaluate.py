@@ -74,32 +74,57 @@ def eval_inputs(
     return batch, cfg.eval_sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
 
 
+def eval_key(cfg: RunConfig) -> tuple[Any, ...]:
+    """What the compiled evaluation of a batch computes with, besides the batch's shapes: the
+    model, the encoding it is evaluated under (and the one trained, whose parameters it reads)
+    and how the loss is reported. Runs with equal keys share the program (copy and reverse of
+    one encoding do)."""
+    return (cfg.model, cfg.encoding, cfg.eval_encoding, cfg.task.vocab_size,
+            cfg.task.bytes_per_token)  # fmt: skip
+
+
 @functools.lru_cache(maxsize=16)
-def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
-    """jit(params_S, root_key, length, pad_to=static, batch=None) -> metrics of each of S
-    packed models, on `batch` (a built set's, padded to pad_to) or else a sampled one.
+def _metrics_program(key: tuple[Any, ...], graphdef: nnx.GraphDef):
+    """jit(params_S, batch, pos_BL) -> metrics of each of S packed models on one batch; one
+    compile per batch width, shared by every run with this `eval_key`."""
+    bytes_per_token = key[-1]
 
-    Compiles once per `pad_to`; all S models are scored on the same batch. One function per
-    (cfg, graphdef), kept: the fit check during training and the evaluation after it share
-    their compiled program for the training length. For byte-level text
-    (byte_lm) the metrics include bits per byte: the loss in bits, as each token is one byte.
-    """
-    task = cfg.task
-    graphdef = eval_graphdef(cfg, graphdef)
-
-    def metrics(params: Any, batch, pos_BL: jax.Array) -> dict[str, jax.Array]:
+    def metrics(params: Any, batch: Batch, pos_BL: jax.Array) -> dict[str, jax.Array]:
         logits_BLV = nnx.merge(graphdef, params)(batch.inputs, pos_BL, batch.valid)
         return masked_metrics(
-            logits_BLV, batch.targets, batch.loss_mask, bytes_per_token=task.bytes_per_token
+            logits_BLV, batch.targets, batch.loss_mask, bytes_per_token=bytes_per_token
         )
+
+    return jax.jit(jax.vmap(metrics, in_axes=(0, None, None)))
+
+
+@functools.lru_cache(maxsize=16)
+def _inputs_program(cfg: RunConfig):
+    """jit(root, length, pad_to=static, batch=None) -> (batch, pos_BL) that evaluation scores."""
+    return jax.jit(functools.partial(eval_inputs, cfg), static_argnames="pad_to")
+
+
+def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
+    """(params_S, root_key, length, pad_to, batch=None) -> metrics of each of S packed models,
+    on `batch` (a built set's, padded to pad_to) or else a sampled one.
+
+    Two compiled programs: the task's sampler (small, per task and width) and the model's
+    metrics on a batch (per `eval_key` and width), so runs that differ only in their task share
+    the expensive one. All S models are scored on the same batch; the fit check during training
+    and the evaluation after it share their programs for the training length. For byte-level
+    text (byte_lm) the metrics include bits per byte: the loss in bits, as each token is one
+    byte.
+    """
+    model_metrics = _metrics_program(eval_key(cfg), eval_graphdef(cfg, graphdef))
+    sample = _inputs_program(cfg)
 
     def eval_fn(
         params_S: Any, root: jax.Array, length: jax.Array, pad_to: int, batch: Batch | None = None
     ):
-        batch, pos_BL = eval_inputs(cfg, root, length, pad_to, batch)
-        return jax.vmap(metrics, in_axes=(0, None, None))(params_S, batch, pos_BL)
+        batch, pos_BL = sample(root, length, pad_to=pad_to, batch=batch)
+        return model_metrics(params_S, batch, pos_BL)
 
-    return jax.jit(eval_fn, static_argnames="pad_to")
+    return eval_fn
 
 
 def make_fit_check(cfg: RunConfig, graphdef: nnx.GraphDef):
@@ -159,7 +184,7 @@ def evaluate_packed(
                     "data": data,
                 }
             )
-    compiles = len(set(widths.values()))  # jit caches one program per width
+    compiles = len(set(widths.values()))  # one program per width (shared with other runs)
     for rows in rows_S:
         for row in rows:
             row["compiles"] = compiles

@@ -191,7 +191,7 @@ def _loop(
     pending = None
     with tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False) as bar:
         for step in range(start + per_call, steps + 1, per_call):
-            state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+            state, metrics = prog.run(state)
             if pending is not None:
                 row = log.write(*pending)
                 bar.set_postfix(

@@ -1,9 +1,11 @@
 """S packed models as one compiled program: runs that differ only in their seed train together,
 their state stacked on a leading model axis and their step under jax.vmap, spread over the local
-devices."""
+devices. The batches are drawn by a separately compiled sampler, so the step never sees the task,
+and runs whose batches have the same shapes share one compiled step (`program_key`)."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import time
 from typing import Any, NamedTuple
@@ -15,12 +17,14 @@ from flax import nnx
 
 from pe_research.config import EvalConfig, RunConfig
 from pe_research.model import abstract_model
+from pe_research.positions import Contiguous
 from pe_research.training.step import (
     TrainState,
     init_model,
     keys_from_seed,
+    make_batch_step,
     make_optimizer,
-    make_step,
+    make_sampler,
 )
 
 
@@ -60,38 +64,91 @@ class Placement(NamedTuple):
 
 
 class Program(NamedTuple):
-    """S packed models ready to train: their state, keys, and the compiled step."""
+    """S packed models ready to train: their state, keys, the sampler and the compiled step."""
 
     graphdef: nnx.GraphDef
     state: TrainState  # every leaf has a leading axis of S models
     data_keys: jax.Array  # [S]
     pos_keys: jax.Array  # [S]
-    step: Any  # compiled (state, data_keys, pos_keys) -> (state, metrics); state donated
+    step: Any  # compiled (state, groups) -> (state, metrics); state donated
     # Metrics are [S] per name, or [T, S] for T = train.steps_per_dispatch > 1 steps per call.
-    compile_s: float
+    sample: Any  # compiled (data_keys, pos_keys, step_S) -> the groups of one call of `step`
+    compile_s: float  # compiling the step and the sampler; 0 for a step compiled before
+
+    def run(self, state: TrainState) -> tuple[TrainState, Any]:
+        """One call: sample the batches of the next steps on device, then train on them."""
+        return self.step(state, self.sample(self.data_keys, self.pos_keys, state.step))
 
 
-def _with_model_axis(step):
-    """A one-model step on state and keys carrying a model axis of size 1."""
+def program_key(cfg: RunConfig) -> RunConfig:
+    """What a compiled training step computes with, besides the shapes of its inputs: the
+    config less the task and the position sampler (they only draw the batch, outside the step),
+    the seed and the evaluation. Runs with equal keys and equally shaped batches (copy and
+    reverse of the same lengths) share one compiled step."""
+    return dataclasses.replace(
+        group_key(cfg), task=None, positions=Contiguous(), eval=EvalConfig(), eval_encoding=None
+    )
 
-    def packed_step(state: TrainState, data_keys: jax.Array, pos_keys: jax.Array):
-        state, metrics = step(jax.tree.map(lambda x: x[0], state), data_keys[0], pos_keys[0])
-        return jax.tree.map(lambda x: x[None], (state, metrics))
 
-    return packed_step
+def _with_model_axis(fn):
+    """A one-model function on arguments and results carrying a model axis of size 1."""
+
+    def packed(*args):
+        return jax.tree.map(lambda x: x[None], fn(*jax.tree.map(lambda x: x[0], args)))
+
+    return packed
 
 
-def _scan_steps(step, num_steps: int):
-    """`num_steps` consecutive steps in one call (jax.lax.scan); metrics stacked [T, ...]."""
+def _shapes(tree: Any) -> Any:
+    """A hashable description of the shapes, dtypes and placements of a pytree of arrays."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tuple((x.shape, str(x.dtype), x.sharding) for x in leaves)
 
-    def steps(state: TrainState, data_keys: jax.Array, pos_keys: jax.Array):
-        return jax.lax.scan(lambda s, _: step(s, data_keys, pos_keys), state, length=num_steps)
 
-    return steps
+# (program_key, models, batch sharding, input shapes) -> compiled step, the most recent few:
+# runs that share all of it train with one compiled program in this process (and, through the
+# persistent compilation cache, across processes).
+_STEPS: collections.OrderedDict[Any, Any] = collections.OrderedDict()
+KEEP_STEPS = 8
+
+
+def _compiled_step(cfg: RunConfig, graphdef: nnx.GraphDef, num_models: int, place, state, groups):
+    key = (program_key(cfg), num_models, place.batch, _shapes((state, groups)))
+    if key not in _STEPS:
+        # Built from the key, not from cfg: the step cannot read the task or the seed.
+        step = make_batch_step(key[0], graphdef, place.batch)
+        step = _with_model_axis(step) if num_models == 1 else jax.vmap(step)
+        if cfg.train.steps_per_dispatch > 1:  # groups carry a leading axis of steps
+            one_step = step
+
+            def step(state: TrainState, groups_T: Any):
+                return jax.lax.scan(one_step, state, groups_T)
+
+        _STEPS[key] = jax.jit(step, donate_argnums=0).lower(state, groups).compile()
+        while len(_STEPS) > KEEP_STEPS:
+            _STEPS.popitem(last=False)
+    _STEPS.move_to_end(key)
+    return _STEPS[key]
+
+
+def _compiled_sampler(cfg: RunConfig, num_models: int, data_keys, pos_keys, steps_S):
+    """(data_keys, pos_keys, step_S) -> the groups of the next train.steps_per_dispatch steps
+    of each model ([S, ...], or [T, S, ...] for T > 1 steps per call)."""
+    sample = make_sampler(cfg)
+    sample = _with_model_axis(sample) if num_models == 1 else jax.vmap(sample)
+    T = cfg.train.steps_per_dispatch
+    if T > 1:
+        one_call = sample
+
+        def sample(data_keys, pos_keys, step_S):
+            return jax.vmap(lambda t: one_call(data_keys, pos_keys, step_S + t))(jnp.arange(T))
+
+    return jax.jit(sample).lower(data_keys, pos_keys, steps_S).compile()
 
 
 def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
-    """Initialise one model per seed, packed on a leading axis, and compile their joint step."""
+    """Initialise one model per seed, packed on a leading axis, and compile their joint step
+    (or reuse the step compiled for an earlier run with the same `program_key` and shapes)."""
     keys = stack_models([keys_from_seed(s) for s in seeds])
     graphdef = abstract_model(cfg.model, cfg.encoding, cfg.task.vocab_size)[0]
     tx = make_optimizer(cfg.train)
@@ -100,17 +157,11 @@ def build_program(cfg: RunConfig, seeds: list[int]) -> Program:
         params = init_model(cfg, key)[1]
         return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
 
-    place = Placement.choose(len(seeds), cfg.train.batch_size // cfg.train.length_buckets)
+    S = len(seeds)
+    place = Placement.choose(S, cfg.train.batch_size // cfg.train.length_buckets)
     state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
     data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))
     t0 = time.perf_counter()
-    step = make_step(cfg, graphdef, place.batch)
-    if len(seeds) == 1:  # one model: no vmap, which cost ~10% of CPU time on small models
-        step = _with_model_axis(step)
-    else:
-        step = jax.vmap(step)
-    if cfg.train.steps_per_dispatch > 1:
-        step = _scan_steps(step, cfg.train.steps_per_dispatch)
-    step = jax.jit(step, donate_argnums=0)
-    step = step.lower(state, data_keys, pos_keys).compile()
-    return Program(graphdef, state, data_keys, pos_keys, step, time.perf_counter() - t0)
+    sample = _compiled_sampler(cfg, S, data_keys, pos_keys, state.step)
+    step = _compiled_step(cfg, graphdef, S, place, state, sample.out_info)
+    return Program(graphdef, state, data_keys, pos_keys, step, sample, time.perf_counter() - t0)
