@@ -283,6 +283,14 @@ class Transformer(nnx.Module):
         self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 
+    def set_encoding(self, encoding: Encoding) -> None:
+        """Hold `encoding` (the same kind, with other values: a packed model's own, possibly
+        traced, hyper-parameters) in place of the one the model was built with."""
+        self.encoding = encoding
+        n = len(self.blocks)
+        for i, block in enumerate(self.blocks):
+            block.attn.encoding = encoding.for_layer(i, n)
+
     def __call__(
         self, tokens_BL: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array | None = None
     ) -> jax.Array:

@@ -45,8 +45,9 @@ print(json.dumps({"compiles": counter.compiles, "xla_compiles": counter.xla_comp
 
 
 def test_eight_lengths_compile_four_programs_once_across_processes(tmp_path):
-    """Evaluating 8 lengths needs one program per power-of-two bucket (4), and with the
-    persistent compilation cache a second process compiles none of them again."""
+    """Evaluating 8 lengths needs one model program per power-of-two bucket (4) and one that
+    samples the data of all lengths, and with the persistent compilation cache a second process
+    compiles none of them again."""
     assert len(TINY.eval_lengths) == 8 and len(set(evaluate.buckets(TINY).values())) == 4
     env = {**os.environ, "PE_RESEARCH_JAX_CACHE": str(tmp_path / "cache")}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the CLI's cache, not the test session's
@@ -65,5 +66,6 @@ def test_eight_lengths_compile_four_programs_once_across_processes(tmp_path):
         )
         for _ in range(2)
     ]
-    assert counts[0] == {"compiles": 4, "xla_compiles": 4}, counts
-    assert counts[1] == {"compiles": 4, "xla_compiles": 0}, counts
+    assert counts[0] == {"compiles": 5, "xla_compiles": 5}, counts
+    assert counts[1] == {"compiles": 5, "xla_compiles": 0}, counts
+

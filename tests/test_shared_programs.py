@@ -30,7 +30,7 @@ def test_runs_that_differ_only_in_task_share_the_compiled_step_and_evaluation():
         b = train.build_program(reverse, [0])
     assert a.step is b.step
     # Reverse compiles its own sampler and initialisation, small programs, and not the step.
-    assert first.compiles == 3 and second.compiles == 2
+    assert second.compiles < first.compiles
     # The shared step trains each run on its own task's batches.
     _, metrics_a = a.run(a.state)
     _, metrics_b = b.run(b.state)
@@ -43,14 +43,23 @@ def test_runs_that_differ_only_in_task_share_the_compiled_step_and_evaluation():
 
 
 def test_runs_that_differ_in_a_number_of_the_step_do_not_share_it():
-    other_base = dataclasses.replace(TINY, encoding=encodings.get("rope", base=500.0))
-    other_lr = dataclasses.replace(TINY, train=dataclasses.replace(TINY.train, learning_rate=1e-2))
-    other_widths = dataclasses.replace(TINY, task=tasks.get("offset", alphabet=8))
-    progs = [train.build_program(c, [0]) for c in (TINY, other_base, other_lr, other_widths)]
-    assert len({id(p.step) for p in progs}) == 4
-    assert program.program_key(TINY) != program.program_key(other_base)
+    """A hyper-parameter the program holds as a constant or a shape splits the programs; a
+    packable number (RoPE's base, the learning rate) is an input of the shared program."""
+    interleaved = dataclasses.replace(TINY, encoding=encodings.get("rope", layout="interleaved"))
+    partial = dataclasses.replace(TINY, encoding=encodings.get("rope", fraction=0.5))
+    warmup = dataclasses.replace(TINY, train=dataclasses.replace(TINY.train, warmup_steps=2))
+    widths = dataclasses.replace(TINY, task=tasks.get("offset", alphabet=8))
+    configs = (TINY, interleaved, partial, warmup, widths)
+    progs = [train.build_program(c, [0]) for c in configs]
+    assert len({id(p.step) for p in progs}) == len(configs)
+    assert len({program.program_key(c) for c in configs[:4]}) == 4
     # The same config again: the program compiled first.
     assert train.build_program(TINY, [1]).step is progs[0].step
+    base = dataclasses.replace(TINY, encoding=encodings.get("rope", base=50.0))
+    other = train.build_program(base, [0])
+    assert other.step is progs[0].step  # the base is an input ...
+    (_, a), (_, b) = progs[0].run(progs[0].state), other.run(other.state)
+    assert float(a["loss"][0]) != float(b["loss"][0])  # ... and it reaches the numbers
 
 
 def test_flat_adamw_equals_optax_adamw_in_float64():

@@ -1,7 +1,8 @@
 """Training on top of the core: the pure step, packed programs, the loop that writes run
 directories, checkpoints and per-length evaluation.
 
-    step.py         optimizer, loss, model state, the pure step
+    step.py         optimizer, loss, model state, the pure step and the batch sampler
+    hyperparameters.py  the numbers packed models may differ in (learning rate, RoPE base)
     program.py      runs that differ only in their seed packed into one compiled program; one
                     compiled step shared by runs of the same program shape
     loop.py         train / train_group: resume, the loop, evaluate and finish
@@ -10,7 +11,7 @@ directories, checkpoints and per-length evaluation.
     evaluate.py     per-length metrics on length buckets
 """
 
-from pe_research.training.loop import CHECKPOINT_EVERY, train, train_group
+from pe_research.training.loop import CHECKPOINT_EVERY, compile_group, train, train_group
 from pe_research.training.program import (
     Placement,
     Program,
@@ -42,6 +43,7 @@ __all__ = [
     "TrainState",
     "TrainingDiverged",
     "build_program",
+    "compile_group",
     "group_key",
     "init_model",
     "init_state",

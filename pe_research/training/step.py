@@ -20,6 +20,7 @@ from pe_research.config import RunConfig, TrainConfig
 from pe_research.metrics import masked_metrics
 from pe_research.model import Transformer
 from pe_research.tasks import Batch
+from pe_research.training import hyperparameters
 
 
 class TrainState(NamedTuple):
@@ -42,20 +43,27 @@ def keys_from_seed(seed: int) -> Keys:
 
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     """AdamW with linear warmup, cosine decay to 10% and global-norm gradient clipping; weight
-    decay on matrices (parameters of 2 or more axes) only.
+    decay on matrices (parameters of 2 or more axes) only. The learning rate, weight decay and
+    clipping norm may be traced values.
 
     It runs on all parameters raveled into one vector (its state is one vector per moment):
     the same elementwise numbers as optax.adamw on the tree (the global norm up to float
     reassociation), in a few fused operations instead of several per parameter, which on CPU
     cost more than the arithmetic for small models.
     """
-    schedule = optax.warmup_cosine_decay_schedule(
+    # The schedule is proportional to the peak rate: one of peak 1 times learning_rate, so the
+    # rate may be a traced value (runs packed with different rates, training.hyperparameters).
+    unit = optax.warmup_cosine_decay_schedule(
         init_value=0.0,
-        peak_value=cfg.learning_rate,
+        peak_value=1.0,
         warmup_steps=min(cfg.warmup_steps, cfg.steps - 1),
         decay_steps=cfg.steps,
-        end_value=0.1 * cfg.learning_rate,
+        end_value=0.1,
     )
+
+    def schedule(count: jax.Array) -> jax.Array:
+        return cfg.learning_rate * unit(count)
+
     adam = optax.chain(optax.clip_by_global_norm(cfg.grad_clip), optax.scale_by_adam())
     learning_rate = optax.scale_by_learning_rate(schedule)
 
@@ -97,19 +105,21 @@ def init_state(cfg: RunConfig, keys: Keys) -> tuple[nnx.GraphDef, TrainState]:
 
 
 def make_batch_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None):
-    """The pure, unjitted step (state, groups) -> (state, metrics) of one model, on a batch
-    sampled outside it (`make_sampler`): (batch, pos_BL) per length bucket.
+    """The pure, unjitted step (state, groups, values) -> (state, metrics) of one model, on a
+    batch sampled outside it (`make_sampler`): (batch, pos_BL) per length bucket, and the
+    model's packable numbers (`hyperparameters.values`: learning rate, encoding base, ...).
 
-    It reads no task: runs whose tasks give batches of the same shapes (copy and reverse) share
-    its compiled program (`program.program_key`). All groups go through the model in one pass
-    (`Transformer.ragged`), and the loss is the mean over the scored tokens of all of them, as
-    for one padded batch. `batch_sharding`, if given, constrains each group
-    (data parallelism over devices).
+    It reads no task and no packable number of `cfg`: runs whose tasks give batches of the same
+    shapes (copy and reverse), or that differ only in those numbers, share its compiled program
+    (`program.program_key`). All groups go through the model in one pass (`Transformer.ragged`),
+    and the loss is the mean over the scored tokens of all of them, as for one padded batch.
+    `batch_sharding`, if given, constrains each group (data parallelism over devices).
     """
-    tx = make_optimizer(cfg.train)
 
-    def loss_fn(params: Any, groups: list[tuple[Batch, jax.Array]]):
+    def loss_fn(params: Any, groups: list[tuple[Batch, jax.Array]], encoding: Any):
         model = nnx.merge(graphdef, params)
+        if encoding is not None:
+            model.set_encoding(encoding)
         logits_NV = model.ragged([(b.inputs, p, b.valid) for b, p in groups])
         # The mean over the scored tokens of all groups, as for one padded batch.
         batches = [b for b, _ in groups]
@@ -121,10 +131,13 @@ def make_batch_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any 
         )
         return loss_and_metrics(logits_NV[None], flat)
 
-    def step(state: TrainState, groups: list[tuple[Batch, jax.Array]]):
+    def step(state: TrainState, groups: list[tuple[Batch, jax.Array]], values: Any):
+        run = hyperparameters.with_values(cfg, values)
+        tx = make_optimizer(run.train)
+        encoding = run.encoding if values["encoding"] else None
         if batch_sharding is not None:
             groups = [(jax.lax.with_sharding_constraint(b, batch_sharding), p) for b, p in groups]
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, groups)
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, groups, encoding)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics["grad_norm"] = optax.tree.norm(grads)
@@ -159,9 +172,10 @@ def make_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None
     to its own width (`sample_groups`).
     """
     sample, update = make_sampler(cfg), make_batch_step(cfg, graphdef, batch_sharding)
+    values = hyperparameters.values(cfg)
 
     def step(state: TrainState, data_key: jax.Array, pos_key: jax.Array):
-        return update(state, sample(data_key, pos_key, state.step))
+        return update(state, sample(data_key, pos_key, state.step), values)
 
     return step
 
