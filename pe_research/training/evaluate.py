@@ -170,13 +170,28 @@ def eval_data(cfg: RunConfig) -> dict[int, tuple[Batch, jax.Array]]:
 @functools.lru_cache(maxsize=4)
 def _eval_data(cfg: RunConfig) -> dict[int, tuple[Batch, jax.Array]]:
     widths = buckets(cfg)
-    sets = {}
+    lengths_of: dict[int, list[int]] = {}
+    for n, w in widths.items():
+        lengths_of.setdefault(w, []).append(n)
+    sets: dict[int, Batch] = {}
     if cfg.eval.data is not None:
         eval_set = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir)
-        sets = {n: eval_set.batch(n, cfg.eval.batch_size, w) for n, w in widths.items()}
+        sets = {
+            w: jax.tree.map(lambda *xs: jnp.stack(xs), *(eval_set.batch(n, cfg.eval.batch_size, w)
+                                                          for n in ns))
+            for w, ns in lengths_of.items()
+        }  # fmt: skip
 
-    def sample(root: jax.Array, sets: dict[int, Batch]) -> dict[int, tuple[Batch, jax.Array]]:
-        return {n: eval_inputs(cfg, root, jnp.int32(n), w, sets.get(n)) for n, w in widths.items()}
+    def sample(root: jax.Array, sets: dict[int, Batch]) -> dict[int, Any]:
+        # The lengths of one width under vmap: one sampler per width, not one per length.
+        out = {}
+        for w, ns in lengths_of.items():
+            per_length = jax.vmap(
+                lambda n, batch, w=w: eval_inputs(cfg, root, n, w, batch),
+                in_axes=(0, 0 if sets else None),
+            )(jnp.asarray(ns, jnp.int32), sets.get(w))
+            out.update({n: jax.tree.map(lambda x, i=i: x[i], per_length) for i, n in enumerate(ns)})
+        return out
 
     return jax.jit(sample)(jax.random.key(cfg.eval.seed), sets)
 

@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 
 from pe_research.config import RunConfig, TrainConfig
 
@@ -60,7 +60,7 @@ def with_values(cfg: RunConfig, vals: Values) -> RunConfig:
 
 def stack(per_model: list[Values]) -> Values:
     """One float32 array per value, with a leading axis of models."""
-    return jax.tree.map(lambda *xs: jnp.asarray(xs, jnp.float32), *per_model)
+    return jax.tree.map(lambda *xs: np.asarray(xs, np.float32), *per_model)
 
 
 def is_traced(value: Any) -> bool:
