@@ -9,7 +9,7 @@ import pytest
 
 from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-from pe_research.sweeps import sweep
+from pe_research.sweeps import grouping, sweep
 from pe_research.training import checkpoints, hyperparameters, loop, program
 
 TIMING = {"tokens_per_s", "elapsed_s", "compile_s", "seconds", "packed_runs"}
@@ -152,10 +152,10 @@ def test_a_sweep_compiles_its_next_groups_ahead_with_the_same_results(tmp_path, 
         compile_group(group, every)
 
     monkeypatch.setattr(train, "compile_group", recorded)
-    monkeypatch.setattr(sweep, "COMPILE_AHEAD", True)
+    monkeypatch.setattr(grouping, "COMPILE_AHEAD", True)
     ahead = sweep.run_sweep(cfgs, tmp_path / "ahead", progress=False)
     assert compiled == [[cfgs[1]]]  # the second group, while the first trained
-    monkeypatch.setattr(sweep, "COMPILE_AHEAD", False)
+    monkeypatch.setattr(grouping, "COMPILE_AHEAD", False)
     plain = sweep.run_sweep(cfgs, tmp_path / "plain", progress=False)
     assert compiled == [[cfgs[1]]]
     for a, b in zip(ahead.dirs, plain.dirs, strict=True):

@@ -1,7 +1,8 @@
-"""S packed models as one compiled program: runs that differ only in their seed train together,
-their state stacked on a leading model axis and their step under jax.vmap, spread over the local
-devices. The batches are drawn by a separately compiled sampler, so the step never sees the task,
-and runs whose batches have the same shapes share one compiled step (`program_key`)."""
+"""S packed models as one compiled program: runs that differ only in their seed and packable
+numbers (training.hyperparameters) train together, their state stacked on a leading model axis
+and their step under jax.vmap, spread over the local devices. The batches are drawn by a
+separately compiled sampler, so the step never sees the task, and runs whose batches have the
+same shapes share one compiled step (`program_key`)."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ class Program(NamedTuple):
     state: TrainState  # every leaf has a leading axis of S models
     data_keys: jax.Array  # [S]
     pos_keys: jax.Array  # [S]
-    step: Any  # compiled (state, groups) -> (state, metrics); state donated
+    step: Any  # compiled (state, groups, values) -> (state, metrics); state donated
     # Metrics are [S] per name, or [T, S] for T = train.steps_per_dispatch > 1 steps per call.
     sample: Any  # compiled (data_keys, pos_keys, step_S) -> the groups of one call of `step`
     values: Any  # each model's packable numbers (hyperparameters.Values of [S] arrays)
