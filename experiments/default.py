@@ -22,6 +22,18 @@ training draws it) takes 53 ms on both cores and 81 ms on one (so two workers tr
 than one, not 2x), which puts the 19,200 steps alone at about 12 minutes. Getting under 10
 needs runs that fit in fewer steps, not a faster pipeline.
 
+Since then (2026-12-01) the step takes its batch from a separately compiled sampler, so copy and
+reverse of one encoding share one compiled step (10 step programs for the 15 runs, not 15;
+offset's sequences are half as wide) and one model program per evaluation width (25 for the
+sweep, not 60), and the persistent compilation cache hands them to the other worker. The step's
+program shrank from 2,046 to 847 operations (length buckets in one pass, AdamW on one raveled
+vector) and compiles in 47 s against 117 s for the old form, both measured in one process on the
+development machine under a load of about 12 (other jobs; 18-29 s when it was quiet), while its
+step time did not move measurably (384 vs 384 ms median there). Not yet timed end to end: at
+the old step time the 19,200 steps alone take about 13 minutes on two workers (81 ms a step on
+one core each), so compilation saved this way leaves the job above 10 minutes; the floor is the
+step count, and under 10 needs a recipe that fits in about 12,000 steps in all.
+
 Result: 14 of 15 runs fit. Token accuracy at 2x / 8x the training length and the first fit
 step (every fit run has token accuracy >= .99 at 1x); the unfit run with its exact match at 16:
 

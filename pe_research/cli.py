@@ -233,6 +233,7 @@ def bench(
     repeats: int = 5,
     encodings: tuple[str, ...] = (),
     out: Path = Path("runs/bench"),
+    tiny: bool = False,
 ) -> None:
     """Speed of named workloads: compile time, step time, tokens/s, FLOPs, fraction of this
     machine's fp32 matmul peak (measured in the same run), evaluation compiles over 8 lengths,
@@ -242,14 +243,21 @@ def bench(
     peer-curriculum (the same on lengths uniform in 1..40, with 1, 2, 4, 8 length buckets),
     default, small-d128, and peer-example (the peer's example experiment end to end: 2,000
     steps, then evaluation at every length 1..100). --encodings overrides the workload's
-    encodings.
+    encodings. `accelerator` runs the accelerator suite (pe_research/bench/accelerator.py:
+    model-steps/s and fraction of the chip's bf16 and fp32 peak for packed main-job models, the
+    peer's curriculum and a paper-scale model) into OUT/accelerator.json; --tiny shrinks it.
     """
     from pe_research import bench as bench_lib
+    from pe_research.bench import accelerator
 
     # No persistent compilation cache here: compile times are measured cold.
-    bench_lib.run(
-        workloads, ks=ks, steps=steps, repeats=repeats, encodings_=encodings or None, out=out
-    )
+    if "accelerator" in workloads:
+        accelerator.run_suite(out, tiny=tiny, steps=steps, repeats=repeats)
+        workloads = tuple(w for w in workloads if w != "accelerator")
+    if workloads:
+        bench_lib.run(
+            workloads, ks=ks, steps=steps, repeats=repeats, encodings_=encodings or None, out=out
+        )
 
 
 def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:

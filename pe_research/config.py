@@ -113,10 +113,12 @@ class TrainConfig:
     group padded only to the widest length of its range. Lengths stay uniform over
     1..train_length while the step computes far less padding; one compiled program with one
     forward pass per group. 1: every sequence padded to the widest training length."""
-    steps_per_dispatch: int = 1
+    steps_per_dispatch: int = 0
     """Training steps run by one call of the compiled program (jax.lax.scan over the steps):
     small models on an accelerator are bound by dispatch without it. Must divide steps,
-    log_every and the checkpoint interval."""
+    log_every and the checkpoint interval. 0 (the default): 1 on CPU, where it gains nothing; on
+    an accelerator the largest common divisor of those intervals (and fit_check_every) up to
+    100, so the host reads metrics, checks fit and saves only between calls."""
 
     fit_threshold: float = 0.95
     """A run is fit (it learned its task) when its exact match on held-out sequences at the
@@ -160,12 +162,12 @@ class TrainConfig:
                 f"divisors {_common_divisors(self.train_length, self.batch_size)}."
             )
         T = self.steps_per_dispatch
-        if T < 1 or self.steps % T or self.log_every % T:
+        if T < 0 or (T and (self.steps % T or self.log_every % T)):
             raise ValueError(
                 f"steps_per_dispatch={T} must be >= 1 and divide steps={self.steps} and "
-                f"log_every={self.log_every} (metrics are read at the end of a dispatch): choose "
-                "--train.steps-per-dispatch among their common divisors "
-                f"{_common_divisors(self.steps, self.log_every)}."
+                f"log_every={self.log_every} (metrics are read at the end of a dispatch), or be 0 "
+                "(chosen per backend): choose --train.steps-per-dispatch among their common "
+                f"divisors {_common_divisors(self.steps, self.log_every)}, or 0."
             )
 
         if not 0 < self.fit_threshold <= 1:
@@ -173,7 +175,7 @@ class TrainConfig:
                 f"fit_threshold={self.fit_threshold} is outside (0, 1]: it is an exact-match "
                 "fraction; set --train.fit-threshold to a number in (0, 1], for example 0.95."
             )
-        if self.stop_when_fit and (self.fit_check_every < 1 or self.fit_check_every % T):
+        if self.stop_when_fit and (self.fit_check_every < 1 or self.fit_check_every % max(T, 1)):
             raise ValueError(
                 f"fit_check_every={self.fit_check_every} must be >= 1 and a multiple of "
                 f"steps_per_dispatch={T} (fit is checked between dispatches): set "

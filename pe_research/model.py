@@ -35,23 +35,24 @@ def _read(params: nnx.Dict) -> dict[str, jax.Array]:
 
 
 def _dense(
-    x_BLD: jax.Array,
+    x_ND: jax.Array,
     w_DF: jax.Array,
     b_F: jax.Array | None = None,
     *,
     dtype: str,
     out_dtype: str | None = None,
 ) -> jax.Array:
-    """x @ w (+ b) over the last axis, as one 2-D matmul over all B*L tokens: on CPU about 25%
-    faster than the same product with batch axes left in (measured on the MLP of d_model 128).
+    """x @ w (+ b) over the last axis, as one 2-D matmul over all tokens (x_ND, or any leading
+    axes, flattened): on CPU about 25% faster than the same product with batch axes left in
+    (measured on the MLP of d_model 128).
 
     Operands are cast to `dtype`; the result has `out_dtype` (default `dtype`)."""
-    B, L, D = x_BLD.shape
-    x_ND, w_DF = x_BLD.reshape(B * L, D).astype(dtype), w_DF.astype(dtype)
+    lead, D = x_ND.shape[:-1], x_ND.shape[-1]
+    x_ND, w_DF = x_ND.reshape(-1, D).astype(dtype), w_DF.astype(dtype)
     y_NF = jnp.matmul(x_ND, w_DF, preferred_element_type=out_dtype)
     if b_F is not None:
         y_NF = y_NF + b_F.astype(y_NF.dtype)[None]
-    return y_NF.reshape(B, L, -1)
+    return y_NF.reshape(*lead, -1)
 
 
 def _normal(rngs: nnx.Rngs, shape: tuple[int, ...], fan_in: int) -> nnx.Param:
@@ -85,11 +86,36 @@ class Attention(nnx.Module):
         self.capture_attention = False
 
     def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
+        return self.ragged(x_BLD, [(pos_BL, valid_BL)]).reshape(x_BLD.shape)
+
+    def ragged(self, x_ND: jax.Array, groups: list[tuple[jax.Array, jax.Array]]) -> jax.Array:
+        """Attention over several batches of different widths whose tokens are the rows of x_ND
+        (group after group, each [B, L] row-major): the projections run once over all tokens,
+        attention and the hooks within each group, given its (pos_BL, valid_BL)."""
         pe, norm = _read(self.pe), _read(self.norm)
-        B, L, D = x_BLD.shape
+        D = x_ND.shape[-1]
         w_qkv_D3HK = self.w_qkv_D3HK[...]
-        qkv_BLX = _dense(x_BLD, w_qkv_D3HK.reshape(D, -1), dtype=self.compute_dtype)
-        qkv_BL3HK = qkv_BLX.reshape(B, L, *w_qkv_D3HK.shape[1:])
+        qkv_NX = _dense(x_ND, w_qkv_D3HK.reshape(D, -1), dtype=self.compute_dtype)
+        qkv_NX = qkv_NX.reshape(-1, qkv_NX.shape[-1])
+        outs, start = [], 0
+        for pos_BL, valid_BL in groups:
+            B, L = valid_BL.shape
+            qkv_BL3HK = qkv_NX[start : start + B * L].reshape(B, L, *w_qkv_D3HK.shape[1:])
+            out_BLHK = self._group(pe, norm, qkv_BL3HK, pos_BL, valid_BL)
+            outs.append(out_BLHK.reshape(B * L, -1))
+            start += B * L
+        out_NX = outs[0] if len(outs) == 1 else jnp.concatenate(outs)
+        return _dense(out_NX, self.w_out_HKD[...].reshape(-1, D), dtype=self.compute_dtype)
+
+    def _group(
+        self,
+        pe: dict[str, jax.Array],
+        norm: dict[str, jax.Array],
+        qkv_BL3HK: jax.Array,
+        pos_BL: jax.Array,
+        valid_BL: jax.Array,
+    ) -> jax.Array:
+        """out_BLHK of one group's attention, from its fused projections."""
         q_BLHK, k_BMHK, v_BMHK = (qkv_BL3HK[:, :, i] for i in range(3))
         if self.capture_attention:
             self.sow(nnx.Intermediate, QUERIES, q_BLHK)
@@ -99,12 +125,10 @@ class Attention(nnx.Module):
         if self.capture_attention:  # the einsum path: only it has the probabilities
             out_BLHK, probs_BHLM = self._attend(pe, norm, *xs)
             self.sow(nnx.Intermediate, PROBS, probs_BHLM)
-        elif self.normalization == "softmax" and use_dot_product(self.attention):
-            out_BLHK = attend_in_chunks(lambda *xs_B: self._attend_dot_product(pe, *xs_B), *xs)
-        else:
-            out_BLHK = attend_in_chunks(lambda *xs_B: self._attend(pe, norm, *xs_B)[0], *xs)
-        out_BLX = out_BLHK.reshape(B, L, -1)
-        return _dense(out_BLX, self.w_out_HKD[...].reshape(-1, D), dtype=self.compute_dtype)
+            return out_BLHK
+        if self.normalization == "softmax" and use_dot_product(self.attention):
+            return attend_in_chunks(lambda *xs_B: self._attend_dot_product(pe, *xs_B), *xs)
+        return attend_in_chunks(lambda *xs_B: self._attend(pe, norm, *xs_B)[0], *xs)
 
     def _attend(
         self,
@@ -290,8 +314,14 @@ class Block(nnx.Module):
         self.mlp = MLP(cfg, rngs=rngs)
 
     def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
-        x_BLD = x_BLD + self.attn(self.norm_attn(x_BLD), pos_BL, valid_BL)
-        return x_BLD + self.mlp(self.norm_mlp(x_BLD))
+        return self.ragged(x_BLD.reshape(-1, x_BLD.shape[-1]), [(pos_BL, valid_BL)]).reshape(
+            x_BLD.shape
+        )
+
+    def ragged(self, x_ND: jax.Array, groups: list[tuple[jax.Array, jax.Array]]) -> jax.Array:
+        """The block on the tokens of several groups at once (see Attention.ragged)."""
+        x_ND = x_ND + self.attn.ragged(self.norm_attn(x_ND), groups)
+        return x_ND + self.mlp(self.norm_mlp(x_ND))
 
 
 class Transformer(nnx.Module):
@@ -313,19 +343,44 @@ class Transformer(nnx.Module):
         self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 
+    def set_encoding(self, encoding: Encoding) -> None:
+        """Hold `encoding` (the same kind, with other values: a packed model's own, possibly
+        traced, hyper-parameters) in place of the one the model was built with."""
+        self.encoding = encoding
+        n = len(self.blocks)
+        for i, block in enumerate(self.blocks):
+            block.attn.encoding = encoding.for_layer(i, n)
+
     def __call__(
         self, tokens_BL: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array | None = None
     ) -> jax.Array:
-        if valid_BL is None:
-            valid_BL = jnp.ones(tokens_BL.shape, bool)
-        x_BLD = jnp.take(self.embed_VD[...], tokens_BL, axis=0)
-        x_BLD = self.encoding.embed(_read(self.pe), x_BLD, pos_BL)
+        logits_NV = self.ragged([(tokens_BL, pos_BL, valid_BL)])
+        return logits_NV.reshape(*tokens_BL.shape, -1)
+
+    def ragged(self, groups: list[tuple[jax.Array, jax.Array, jax.Array | None]]) -> jax.Array:
+        """logits_NV (float32) of several batches (tokens_BL, pos_BL, valid_BL) of different
+        widths, in one pass: their tokens are the rows, group after group, each row-major.
+
+        Every per-token layer (embedding, LayerNorm, projections, MLP, head) runs once over all
+        tokens, attention and the encoding's hooks within each group: length buckets then cost
+        one matmul per layer rather than one per bucket, and each token's numbers are those of
+        its group run alone (up to float reassociation in the weight gradients).
+        """
+        xs, meta = [], []
+        for tokens_BL, pos_BL, valid_BL in groups:
+            if valid_BL is None:
+                valid_BL = jnp.ones(tokens_BL.shape, bool)
+            x_BLD = jnp.take(self.embed_VD[...], tokens_BL, axis=0)
+            x_BLD = self.encoding.embed(_read(self.pe), x_BLD, pos_BL)
+            xs.append(x_BLD.reshape(-1, x_BLD.shape[-1]))
+            meta.append((pos_BL, valid_BL))
+        x_ND = xs[0] if len(xs) == 1 else jnp.concatenate(xs)
         for block in self.blocks:
-            x_BLD = block(x_BLD, pos_BL, valid_BL)
-        x_BLD = self.norm_out(x_BLD)
+            x_ND = block.ragged(x_ND, meta)
+        x_ND = self.norm_out(x_ND)
         # float32 from the matmul's accumulator, not rounded through bfloat16.
         w_head_DV = self.w_head_DV[...]
-        return _dense(x_BLD, w_head_DV, dtype=self.compute_dtype, out_dtype="float32")
+        return _dense(x_ND, w_head_DV, dtype=self.compute_dtype, out_dtype="float32")
 
 
 def abstract_model(

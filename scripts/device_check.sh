@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one prepared command for the accelerator machine (nvidia-h200, no network): install the
-# carried wheels, then measure with scripts/device_check.py into OUT/device_check.json.
+# carried wheels, run the accelerator suite into OUT/accelerator.json (`pe-research bench
+# accelerator`), then measure with scripts/device_check.py into OUT/device_check.json.
 #
 #     bash scripts/device_check.sh [--install-only] [device_check.py options...]
 #
@@ -42,5 +43,9 @@ fi
 
 python3 -c 'import jax; print("jax", jax.__version__, jax.devices())'
 mkdir -p "$OUT"
+# First the accelerator suite (pe_research/bench/accelerator.py): one JSON, OUT/accelerator.json,
+# of model-steps/s and fractions of the chip's bf16 and fp32 peak; copy it to benchmarks/.
+PYTHONUNBUFFERED=1 python3 -m pe_research.cli bench accelerator --out "$OUT" 2>&1 |
+    tee "$OUT/accelerator.log"
 PYTHONUNBUFFERED=1 python3 scripts/device_check.py --out "$OUT" "$@" 2>&1 |
     tee "$OUT/device_check.log"

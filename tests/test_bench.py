@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 from pe_research import bench, encodings, tasks
+from pe_research.bench import accelerator
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.training import evaluate
 
@@ -45,8 +46,9 @@ print(json.dumps({"compiles": counter.compiles, "xla_compiles": counter.xla_comp
 
 
 def test_eight_lengths_compile_four_programs_once_across_processes(tmp_path):
-    """Evaluating 8 lengths needs one program per power-of-two bucket (4), and with the
-    persistent compilation cache a second process compiles none of them again."""
+    """Evaluating 8 lengths needs one model program per power-of-two bucket (4) and one that
+    samples the data of all lengths, and with the persistent compilation cache a second process
+    compiles none of them again."""
     assert len(TINY.eval_lengths) == 8 and len(set(evaluate.buckets(TINY).values())) == 4
     env = {**os.environ, "PE_RESEARCH_JAX_CACHE": str(tmp_path / "cache")}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)  # the CLI's cache, not the test session's
@@ -65,5 +67,25 @@ def test_eight_lengths_compile_four_programs_once_across_processes(tmp_path):
         )
         for _ in range(2)
     ]
-    assert counts[0] == {"compiles": 4, "xla_compiles": 4}, counts
-    assert counts[1] == {"compiles": 4, "xla_compiles": 0}, counts
+    assert counts[0] == {"compiles": 5, "xla_compiles": 5}, counts
+    assert counts[1] == {"compiles": 5, "xla_compiles": 0}, counts
+
+
+def test_accelerator_suite_writes_one_json_at_tiny_sizes(tmp_path):
+    path = accelerator.run_suite(tmp_path, tiny=True, steps=1, repeats=1, log=lambda _: None)
+    data = json.loads(path.read_text())
+    assert path.name == "accelerator.json" and data["device"] and data["tiny"]
+    assert set(data["matmul_peak_tflop_per_s"]) == {"float32", "bfloat16"}
+    seen = {(r["workload"], r["dtype"], r["models"]) for r in data["rows"]}
+    assert seen == {
+        ("main-packed", "float32", 1), ("main-packed", "float32", 2),
+        ("peer", "float32", 1), ("peer", "bfloat16", 1),
+        ("paper-scale", "bfloat16", 1), ("paper-scale", "float32", 1),
+    }  # fmt: skip
+    for row in data["rows"]:
+        assert "error" not in row, row
+        assert row["model_steps_per_s"] > 0 and row["real_tokens_per_s"] > 0
+        assert 0 < row["fraction_of_fp32_peak"] and 0 < row["fraction_of_dtype_peak"]
+    one, two = (r for r in data["rows"] if r["workload"] == "main-packed")
+    assert one["vs_k_times_one"] == 1.0 and two["vs_k_times_one"] > 0
+    assert "main-packed" in data["saturates_at"]

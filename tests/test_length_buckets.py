@@ -113,10 +113,10 @@ def test_several_steps_per_dispatch_equal_one_step_at_a_time():
     prog_one, prog_three = train.build_program(one, [0]), train.build_program(three, [0])
     state = prog_one.state
     for _ in range(6):
-        state, metrics = prog_one.step(state, prog_one.data_keys, prog_one.pos_keys)
+        state, metrics = prog_one.run(state)
     state3 = prog_three.state
     for _ in range(2):
-        state3, metrics3 = prog_three.step(state3, prog_three.data_keys, prog_three.pos_keys)
+        state3, metrics3 = prog_three.run(state3)
     assert metrics3["loss"].shape == (3, 1)  # [steps of the call, models]
     np.testing.assert_allclose(metrics3["loss"][-1], metrics["loss"], rtol=1e-6)
     for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(state3.params), strict=True):

@@ -53,12 +53,20 @@ class Encoding:
     # future (T5's unidirectional buckets, xPos's decay): such an encoding needs positions
     # strictly increasing over the tokens, which the `coupled` sampler does not give.
     needs_increasing_positions: ClassVar[bool] = False
+    # Hyper-parameters the hooks read only as numbers (never as a shape or in a Python branch):
+    # runs that differ only in them train as one vmapped program, and inside it they are traced
+    # float32 arrays (training.hyperparameters). Empty: every hyper-parameter is a shape.
+    packable: ClassVar[tuple[str, ...]] = ()
 
     def check(self, dims: Dims, max_position: int) -> None:
         """Raise ValueError, naming the constraint, if this encoding cannot serve these sizes.
 
         `max_position` is the largest position the run will feed (training and evaluation).
         """
+
+    def packable_fields(self) -> tuple[str, ...]:
+        """The `packable` hyper-parameters of this instance (some settings may rule them out)."""
+        return self.packable
 
     def init_embed(self, key: jax.Array, dims: Dims) -> Params:
         return {}

@@ -46,9 +46,11 @@ def rope_frequencies(
     The attention scale multiplies cos and sin; it is 1.0 except for yarn.
     """
     check_even("head_dim for rotary encodings", head_dim, "choose d_model / num_heads even.")
-    check_positive("rope base", base)
+    # A traced base or p is a packed run's value, checked on its concrete config already.
+    if not isinstance(base, jax.core.Tracer):
+        check_positive("rope base", base)
     for what, value in (("fraction", fraction), ("p", p)):
-        if not 0.0 <= value <= 1.0:
+        if not isinstance(value, jax.core.Tracer) and not 0.0 <= value <= 1.0:
             raise ValueError(f"rope {what} must be in [0, 1], got {value}.")
     scaling = as_scaling(scaling)
     J = int(head_dim * fraction) // 2
@@ -57,7 +59,8 @@ def rope_frequencies(
         inv_freq_J, scale = jnp.asarray(base, jnp.float32) ** (-2.0 * j_J / max(2 * J, 1)), 1.0
     else:
         inv_freq_J, scale = scaled_inv_freq(base, 2 * J, scaling, seq_len)
-    keep = round(p * J)
+    # Half to even, as Python's round, also for a traced p.
+    keep = jnp.round(p * J) if isinstance(p, jax.core.Tracer) else round(p * J)
     inv_freq_J = jnp.where(jnp.arange(J) < keep, inv_freq_J, 0.0)
     return inv_freq_J, scale
 
@@ -139,6 +142,7 @@ class RoPE(Encoding):
     """
 
     name = "rope"
+    packable = ("base", "p")
     base: float = 10000.0
     layout: Literal["half", "interleaved"] = "half"
     fraction: float = 1.0
@@ -177,6 +181,10 @@ class RoPE(Encoding):
     def check(self, dims: Dims, max_position: int) -> None:
         _check_layout(self.layout)
         self._frequencies(dims.head_dim, None)
+
+    def packable_fields(self) -> tuple[str, ...]:
+        # A scaling reads the base in Python arithmetic: scaled runs pack by seed only.
+        return self.packable if self.scaling is None else ()
 
     def hyperparameters(self) -> dict[str, Any]:
         # The dict form of the scaling, so that config.json stays plain JSON.

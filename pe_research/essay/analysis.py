@@ -76,7 +76,7 @@ def retrain(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, dict[str,
     recorded = {r["step"]: r for r in runs.read_jsonl(Path(run_dir) / runs.METRICS)}
     diff: dict[str, float] = {}
     for i in range(1, cfg.train.steps + 1):
-        state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+        state, metrics = prog.run(state)
         if i in recorded:
             for name, value in jax.device_get(metrics).items():
                 if name in recorded[i]:

@@ -31,7 +31,8 @@ from tqdm.auto import tqdm
 
 from pe_research import metrics, runs, train
 from pe_research.config import RunConfig, encoding_label, task_label
-from pe_research.sweeps import experiments, plotting, summary
+from pe_research.sweeps import experiments, grouping, plotting, summary
+from pe_research.sweeps.grouping import group_by_seed, shard_of, split_reasons
 from pe_research.training import evaluate
 
 
@@ -80,20 +81,6 @@ def init_distributed(
         )
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # multi-process on CPU
     jax.distributed.initialize(coordinator, num_processes, process_id)
-
-
-def group_by_seed(configs: list[RunConfig]) -> list[list[int]]:
-    """Indices of configs trained together (`train.group_key`: they differ only in their seed
-    or evaluation encoding), groups in order of first appearance."""
-    groups: dict[RunConfig, list[int]] = {}
-    for i, cfg in enumerate(configs):
-        groups.setdefault(train.group_key(cfg), []).append(i)
-    return list(groups.values())
-
-
-def shard_of(groups: list[list[int]], index: int, count: int) -> list[list[int]]:
-    """Every count-th group from `index` on: shards partition the groups, seeds stay together."""
-    return groups[index::count]
 
 
 @dataclasses.dataclass
@@ -161,6 +148,12 @@ def run_sweep(
             )
         first[d] = i
     groups = group_by_seed(configs)
+    if len(groups) < len(configs):
+        print(f"{len(configs)} runs train as {len(groups)} programs (runs that differ only in "
+              "seed or packable numbers are packed).")  # fmt: skip
+    if progress:  # why each group is a program of its own
+        for line in split_reasons(configs, groups):
+            tqdm.write(line)
     mine = shard_of(groups, *shard)
     mine_runs = [i for group in mine for i in group]
     for i in mine_runs:  # a finished run is only skipped if it really is this run
@@ -187,7 +180,10 @@ def run_sweep(
     todo_set = set(todo)
     t0 = time.perf_counter()
     bar = tqdm(total=len(todo), desc="sweep", disable=not progress)
+    ahead = grouping.CompileAhead(configs, [g for g in mine if any(i in todo_set for i in g)],
+                          checkpoint_every)  # fmt: skip
     for group in mine:
+        ahead.next_after(group)
         claimed = []
         try:
             for i in group:
@@ -209,6 +205,7 @@ def run_sweep(
                 runs.release(dirs[i])
         bar.update(sum(i in todo_set for i in group))
     bar.close()
+    ahead.close()
     _report(out, time.perf_counter() - t0)
     return out
 

@@ -12,6 +12,7 @@ reproduces that prefix step by step, and the first wrong greedy token is a teach
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from typing import Any
@@ -21,11 +22,12 @@ import jax.numpy as jnp
 from flax import nnx
 from tqdm.auto import tqdm
 
-from pe_research.config import RunConfig
+from pe_research.config import ModelConfig, RunConfig, TrainConfig
 from pe_research.data import builders, loader
 from pe_research.metrics import masked_metrics
 from pe_research.model import abstract_model
 from pe_research.tasks import Batch, bucket, eval_batch, length_keys
+from pe_research.training import hyperparameters
 
 
 def check_run(cfg: RunConfig) -> None:
@@ -74,79 +76,170 @@ def eval_inputs(
     return batch, cfg.eval_sampler.sample(k_pos, batch.valid, coords_BLA=batch.coords)
 
 
+def eval_key(cfg: RunConfig) -> tuple[Any, ...]:
+    """What the compiled evaluation of a batch computes with, besides the batch's shapes and
+    each model's packable numbers: the model, the encoding it is evaluated under (and the one
+    trained, whose parameters it reads) and how the loss is reported. Runs with equal keys share
+    the program (copy and reverse of one encoding do, and RoPE runs of any base)."""
+    encoding = cfg.encoding
+    if cfg.eval_encoding is None:  # the encoding's numbers are inputs of the program
+        encoding = hyperparameters.placeholder(cfg).encoding
+    return (cfg.model, encoding, cfg.eval_encoding, cfg.task.vocab_size,
+            cfg.task.bytes_per_token)  # fmt: skip
+
+
 @functools.lru_cache(maxsize=16)
-def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
-    """jit(params_S, root_key, length, pad_to=static, batch=None) -> metrics of each of S
-    packed models, on `batch` (a built set's, padded to pad_to) or else a sampled one.
+def _metrics_program(key: tuple[Any, ...], graphdef: nnx.GraphDef):
+    """jit(params_S, values_S, batch, pos_BL) -> metrics of each of S packed models on one
+    batch, each model under its encoding's packable numbers `values_S` (empty: the encoding as
+    built); one compile per batch width, shared by every run with this `eval_key`."""
+    encoding, bytes_per_token = key[1], key[-1]
 
-    Compiles once per `pad_to`; all S models are scored on the same batch. One function per
-    (cfg, graphdef), kept: the fit check during training and the evaluation after it share
-    their compiled program for the training length. For byte-level text
-    (byte_lm) the metrics include bits per byte: the loss in bits, as each token is one byte.
-    """
-    task = cfg.task
-    graphdef = eval_graphdef(cfg, graphdef)
-
-    def metrics(params: Any, batch, pos_BL: jax.Array) -> dict[str, jax.Array]:
-        logits_BLV = nnx.merge(graphdef, params)(batch.inputs, pos_BL, batch.valid)
+    def metrics(params: Any, values: Any, batch: Batch, pos_BL: jax.Array) -> dict[str, Any]:
+        model = nnx.merge(graphdef, params)
+        if values:
+            model.set_encoding(dataclasses.replace(encoding, **values))
+        logits_BLV = model(batch.inputs, pos_BL, batch.valid)
         return masked_metrics(
-            logits_BLV, batch.targets, batch.loss_mask, bytes_per_token=task.bytes_per_token
+            logits_BLV, batch.targets, batch.loss_mask, bytes_per_token=bytes_per_token
         )
 
+    return jax.jit(jax.vmap(metrics, in_axes=(0, 0, None, None)))
+
+
+@functools.lru_cache(maxsize=16)
+def _inputs_program(cfg: RunConfig):
+    """jit(root, length, pad_to=static, batch=None) -> (batch, pos_BL) that evaluation scores."""
+    return jax.jit(functools.partial(eval_inputs, cfg), static_argnames="pad_to")
+
+
+def encoding_values(cfg: RunConfig, num_models: int, values_S: Any = None) -> Any:
+    """The encoding numbers evaluation gives each of S models: from `values_S` (packed runs'
+    hyperparameters.Values), else `cfg`'s for all; none under an evaluation encoding, which
+    is evaluated as it is."""
+    if cfg.eval_encoding is not None:
+        return {}
+    if values_S is None:
+        values_S = hyperparameters.stack([hyperparameters.values(cfg)] * num_models)
+    return values_S["encoding"]
+
+
+def make_eval_fn(cfg: RunConfig, graphdef: nnx.GraphDef):
+    """(params_S, root_key, length, pad_to, batch=None, values_S=None) -> metrics of each of S
+    packed models, on `batch` (a built set's, padded to pad_to) or else a sampled one, each
+    model with its packable numbers `values_S` (default: cfg's).
+
+    Two compiled programs: the task's sampler (small, per task and width) and the model's
+    metrics on a batch (per `eval_key` and width), so runs that differ only in their task or in
+    packable numbers share the expensive one. All S models are scored on the same batch; the
+    fit check during training and the evaluation after it share their programs for the training
+    length. For byte-level text (byte_lm) the metrics include bits per byte: the loss in bits,
+    as each token is one byte.
+    """
+    model_metrics = _metrics_program(eval_key(cfg), eval_graphdef(cfg, graphdef))
+    sample = _inputs_program(cfg)
+
     def eval_fn(
-        params_S: Any, root: jax.Array, length: jax.Array, pad_to: int, batch: Batch | None = None
+        params_S: Any,
+        root: jax.Array,
+        length: jax.Array,
+        pad_to: int,
+        batch: Batch | None = None,
+        values_S: Any = None,
     ):
-        batch, pos_BL = eval_inputs(cfg, root, length, pad_to, batch)
-        return jax.vmap(metrics, in_axes=(0, None, None))(params_S, batch, pos_BL)
+        S = jax.tree.leaves(params_S)[0].shape[0]
+        batch, pos_BL = sample(root, length, pad_to=pad_to, batch=batch)
+        return model_metrics(params_S, encoding_values(cfg, S, values_S), batch, pos_BL)
 
-    return jax.jit(eval_fn, static_argnames="pad_to")
+    return eval_fn
 
 
-def make_fit_check(cfg: RunConfig, graphdef: nnx.GraphDef):
-    """params_S -> exact match of each of S packed models at `cfg.fit_length`, as a host array.
+def eval_data(cfg: RunConfig) -> dict[int, tuple[Batch, jax.Array]]:
+    """Evaluation length -> (batch, pos_BL) that evaluation scores there: sampled for every
+    length at once by one compiled program (or read from the built set `cfg.eval.data`, its
+    positions sampled), padded to the length's bucket. The data depends only on the evaluation
+    settings, so a run samples it once: its fit checks and its evaluation reuse it."""
+    return _eval_data(
+        dataclasses.replace(cfg, encoding=None, eval_encoding=None, train=TrainConfig(),
+                            model=ModelConfig(causal=cfg.model.causal), seed=0,
+                            positions=cfg.eval_sampler,
+                            eval=dataclasses.replace(cfg.eval, lengths=cfg.eval_lengths))
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4)
+def _eval_data(cfg: RunConfig) -> dict[int, tuple[Batch, jax.Array]]:
+    widths = buckets(cfg)
+    lengths_of: dict[int, list[int]] = {}
+    for n, w in widths.items():
+        lengths_of.setdefault(w, []).append(n)
+    sets: dict[int, Batch] = {}
+    if cfg.eval.data is not None:
+        eval_set = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir)
+        sets = {
+            w: jax.tree.map(lambda *xs: jnp.stack(xs), *(eval_set.batch(n, cfg.eval.batch_size, w)
+                                                          for n in ns))
+            for w, ns in lengths_of.items()
+        }  # fmt: skip
+
+    def sample(root: jax.Array, sets: dict[int, Batch]) -> dict[int, Any]:
+        # The lengths of one width under vmap: one sampler per width, not one per length.
+        out = {}
+        for w, ns in lengths_of.items():
+            per_length = jax.vmap(
+                lambda n, batch, w=w: eval_inputs(cfg, root, n, w, batch),
+                in_axes=(0, 0 if sets else None),
+            )(jnp.asarray(ns, jnp.int32), sets.get(w))
+            out.update({n: jax.tree.map(lambda x, i=i: x[i], per_length) for i, n in enumerate(ns)})
+        return out
+
+    return jax.jit(sample)(jax.random.key(cfg.eval.seed), sets)
+
+
+def make_fit_check(cfg: RunConfig, graphdef: nnx.GraphDef, values_S: Any = None):
+    """params_S -> exact match of each of S packed models (with their packable numbers
+    `values_S`, default cfg's) at `cfg.fit_length`, as a host array.
 
     The sequences, positions and compiled program are those that `evaluate_packed` scores that
     length with, so a model the check finds fit is the model evaluation finds fit: the check is
     the fit verdict taken during training. Compiled at its first call; evaluation then reuses
-    that program (`make_eval_fn` keeps it).
+    that program.
     """
-    eval_fn = make_eval_fn(cfg, graphdef)
-    n = cfg.fit_length
-    pad_to = buckets(cfg)[n]
-    batch = None
-    if cfg.eval.data is not None:
-        batch = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir).batch(
-            n, cfg.eval.batch_size, pad_to
-        )
-    root, length = jax.random.key(cfg.eval.seed), jnp.int32(n)
+    model_metrics = _metrics_program(eval_key(cfg), eval_graphdef(cfg, graphdef))
+    batch, pos_BL = eval_data(cfg)[cfg.fit_length]
 
     def check(params_S: Any) -> Any:
-        metrics = eval_fn(params_S, root, length, pad_to=pad_to, batch=batch)
-        return jax.device_get(metrics["exact_match"])
+        S = jax.tree.leaves(params_S)[0].shape[0]
+        values = encoding_values(cfg, S, values_S)
+        return jax.device_get(model_metrics(params_S, values, batch, pos_BL)["exact_match"])
 
     return check
 
 
 def evaluate_packed(
-    cfg: RunConfig, graphdef: nnx.GraphDef, params_S: Any, *, progress: bool = False
+    cfg: RunConfig,
+    graphdef: nnx.GraphDef,
+    params_S: Any,
+    *,
+    progress: bool = False,
+    values_S: Any = None,
 ) -> list[list[dict[str, Any]]]:
-    """For each of S packed models (leading axis of params_S), one row per evaluation length:
+    """For each of S packed models (leading axis of params_S; packable numbers `values_S`,
+    default cfg's), one row per evaluation length:
     token accuracy, exact match, loss, bucket and timing, and the data scored: the built set
     `cfg.eval.data` (read from cfg.eval.data_dir) or fresh samples."""
-    eval_fn = make_eval_fn(cfg, graphdef)
-    eval_set = None
+    model_metrics = _metrics_program(eval_key(cfg), eval_graphdef(cfg, graphdef))
+    data = cfg.task.describe_eval_data(cfg.eval.seed)
     if cfg.eval.data is not None:
-        eval_set = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir)
-    data = cfg.task.describe_eval_data(cfg.eval.seed) if eval_set is None else eval_set.label
+        data = loader.EvalSet(cfg.eval.data, cfg.eval.data_dir).label
     S = jax.tree.leaves(params_S)[0].shape[0]
-    root = jax.random.key(cfg.eval.seed)
+    values = encoding_values(cfg, S, values_S)
+    inputs = eval_data(cfg)
     widths = buckets(cfg)
     rows_S: list[list[dict[str, Any]]] = [[] for _ in range(S)]
     for n, pad_to in tqdm(widths.items(), desc="eval", disable=not progress, leave=False):
         t0 = time.perf_counter()
-        batch = None if eval_set is None else eval_set.batch(n, cfg.eval.batch_size, pad_to)
-        metrics = eval_fn(params_S, root, jnp.int32(n), pad_to=pad_to, batch=batch)
-        metrics = jax.device_get(metrics)
+        metrics = jax.device_get(model_metrics(params_S, values, *inputs[n]))
         seconds = round(time.perf_counter() - t0, 3)
         for k in range(S):
             rows_S[k].append(
@@ -159,7 +252,8 @@ def evaluate_packed(
                     "data": data,
                 }
             )
-    compiles = len(set(widths.values()))  # jit caches one program per width
+    # One program per width (shared with other runs), and the data's for all lengths at once.
+    compiles = len(set(widths.values())) + 1
     for rows in rows_S:
         for row in rows:
             row["compiles"] = compiles

@@ -7,6 +7,7 @@ Python.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,14 @@ from tqdm.auto import tqdm
 from pe_research import runs
 from pe_research.config import RunConfig
 from pe_research.model import abstract_model
-from pe_research.training import checkpoints, evaluate
-from pe_research.training.program import Program, build_program, group_key, stack_models
+from pe_research.training import checkpoints, evaluate, hyperparameters
+from pe_research.training.program import (
+    Program,
+    build_program,
+    group_key,
+    resolve_steps_per_dispatch,
+    stack_models,
+)
 from pe_research.training.run_log import RunLog
 from pe_research.training.step import TrainState, padded_tokens
 
@@ -69,11 +76,11 @@ def train_group(
     progress: bool = True,
     checkpoint_every: int = CHECKPOINT_EVERY,
 ) -> tuple[nnx.GraphDef, Any]:
-    """Train runs that share a `group_key` as one program: one model per distinct seed, the
-    seeds packed under jax.vmap; then evaluate each run (with its own eval_encoding and eval
-    settings).
+    """Train runs that share a `group_key` as one program: one model per distinct seed and
+    packable numbers (learning rate, RoPE base, ...: training.hyperparameters), packed under
+    jax.vmap; then evaluate each run (with its own eval_encoding and eval settings).
 
-    Each seed's numbers equal training it alone (up to float reassociation), and runs that
+    Each model's numbers equal training it alone (up to float reassociation), and runs that
     differ only in how they are evaluated (`group_key`) share one training. Each run directory
     gets its own config.json, metrics.jsonl, checkpoints/, eval.jsonl and DONE. If every run
     directory holds an unfinished run of its config with checkpoints, training resumes from the
@@ -81,10 +88,11 @@ def train_group(
 
     A run whose loss becomes NaN or inf is marked failed (runs.mark_failed, with the step)
     and gets no evaluation; the others train on. TrainingDiverged if every run failed. On
-    several local devices the seeds (or else the batch) are spread over them. Returns
-    (graphdef, params_S) for the distinct seeds in ascending order.
+    several local devices the models (or else the batch) are spread over them. Returns
+    (graphdef, params_S) for the distinct models, in ascending order of seed, then numbers.
     """
-    cfg, seeds = _check_group(cfgs, checkpoint_every)
+    cfg, models = _check_group(cfgs, checkpoint_every)
+    cfg = resolve_steps_per_dispatch(cfg, checkpoint_every)
     resume = not overwrite and all(
         _resumable(Path(d), c) for c, d in zip(cfgs, run_dirs, strict=True)
     )
@@ -92,8 +100,9 @@ def train_group(
         runs.prepare(Path(d), c, overwrite=overwrite, resume=resume)
         for c, d in zip(cfgs, run_dirs, strict=True)
     ]
-    prog = build_program(cfg, seeds)
-    model_of = [seeds.index(c.seed) for c in cfgs]  # run -> its model in the pack
+    ids = [_model_id(c) for c in models]
+    prog = build_program(cfg, [c.seed for c in models], [hyperparameters.values(c) for c in models])
+    model_of = [ids.index(_model_id(c)) for c in cfgs]  # run -> its model in the pack
     # What a checkpoint must hold: the data and position streams of the run's seed.
     keys = [{"data": prog.data_keys[s], "positions": prog.pos_keys[s]} for s in model_of]
     start, state = _resume(run_dirs, prog, model_of, keys) if resume else (0, prog.state)
@@ -101,37 +110,56 @@ def train_group(
         run_dirs,
         model_of,
         start=start,
-        tokens_per_step=len(seeds) * padded_tokens(cfg),
+        tokens_per_step=len(models) * padded_tokens(cfg),
         compile_s=prog.compile_s,
         log_every=cfg.train.log_every,
-        learning_rate=cfg.train.learning_rate,
+        learning_rate=[c.train.learning_rate for c in cfgs],
         fit_threshold=cfg.train.fit_threshold if cfg.train.stop_when_fit else None,
     )
     ckpt = checkpoints.Checkpointer(
         run_dirs, model_of, keys, every=checkpoint_every, last=cfg.train.steps
     )
-    fit_check = evaluate.make_fit_check(cfg, prog.graphdef) if cfg.train.stop_when_fit else None
+    fit_check = None
+    if cfg.train.stop_when_fit:
+        fit_check = evaluate.make_fit_check(cfg, prog.graphdef, prog.values)
     with log:
         with ckpt:
             state = _loop(cfg, prog, state, start, log, ckpt, progress, fit_check)
-        _evaluate_and_finish(cfgs, run_dirs, prog.graphdef, state.params, model_of, log, progress)
+        _evaluate_and_finish(cfgs, run_dirs, prog, state.params, model_of, log, progress)
     return prog.graphdef, state.params
 
 
-def _check_group(cfgs: list[RunConfig], checkpoint_every: int) -> tuple[RunConfig, list[int]]:
-    """The group's training config and its distinct seeds; ValueError before any training if a
-    config, an evaluation encoding or the checkpoint interval cannot work."""
+def compile_group(cfgs: list[RunConfig], checkpoint_every: int = CHECKPOINT_EVERY) -> None:
+    """Compile the training step that `train_group` will run for these runs (it waits for, or
+    reuses, this program): for a sweep to compile its next groups while one trains."""
+    cfg, models = _check_group(cfgs, checkpoint_every)
+    cfg = resolve_steps_per_dispatch(cfg, checkpoint_every)
+    build_program(cfg, [c.seed for c in models], [hyperparameters.values(c) for c in models])
+
+
+def _model_id(cfg: RunConfig) -> tuple[int, str]:
+    """What makes a run's model in a pack: its seed and its packable numbers."""
+    return cfg.seed, json.dumps(hyperparameters.values(cfg), sort_keys=True)
+
+
+def _check_group(cfgs: list[RunConfig], checkpoint_every: int) -> tuple[RunConfig, list[RunConfig]]:
+    """The group's training config and one config per distinct model (seed and packable
+    numbers), in order of seed and numbers; ValueError before any training if a config, an
+    evaluation encoding or the checkpoint interval cannot work."""
     key = group_key(cfgs[0])
-    if any(group_key(c) != key for c in cfgs[1:]):
-        raise ValueError(
-            "train_group packs runs that differ only in their seed (and evaluation encoding)."
-        )
+    for c in cfgs[1:]:
+        if apart := hyperparameters.differences(group_key(c), key):
+            raise ValueError(
+                "train_group packs runs that differ only in their seed, packable numbers "
+                f"(training.hyperparameters) and evaluation; these differ in {', '.join(apart)}: "
+                "train them apart (the sweep groups them with train.group_key)."
+            )
     for c in cfgs:
         evaluate.check_run(c)
     if checkpoint_every < 1:
         raise ValueError(f"checkpoint_every must be >= 1 step, got {checkpoint_every}.")
     per_call = cfgs[0].train.steps_per_dispatch
-    if checkpoint_every % per_call:
+    if per_call and checkpoint_every % per_call:
         raise ValueError(
             f"the checkpoint interval ({checkpoint_every} steps) is not a multiple of "
             f"steps_per_dispatch={per_call}: checkpoints are saved between dispatches; set "
@@ -141,7 +169,8 @@ def _check_group(cfgs: list[RunConfig], checkpoint_every: int) -> tuple[RunConfi
     shape = abstract_model(cfg.model, cfg.encoding, cfg.task.vocab_size)[0]
     for c in cfgs:  # an evaluation encoding that cannot take the parameters fails before training
         evaluate.eval_graphdef(c, shape)
-    return cfg, sorted({c.seed for c in cfgs})
+    models = {_model_id(c): dataclasses.replace(c, eval_encoding=None) for c in cfgs}
+    return cfg, [models[i] for i in sorted(models)]
 
 
 def _resume(
@@ -191,7 +220,7 @@ def _loop(
     pending = None
     with tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False) as bar:
         for step in range(start + per_call, steps + 1, per_call):
-            state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+            state, metrics = prog.run(state)
             if pending is not None:
                 row = log.write(*pending)
                 bar.set_postfix(
@@ -229,17 +258,20 @@ def _loop(
 def _evaluate_and_finish(
     cfgs: list[RunConfig],
     run_dirs: list[Path],
-    graphdef: nnx.GraphDef,
+    prog: Program,
     params_S: Any,
     model_of: list[int],
     log: RunLog,
     progress: bool,
 ) -> None:
-    """One evaluation of all seeds per way of evaluating (evaluation encoding and settings);
-    each run that did not fail gets its eval.jsonl (and eval events), then DONE."""
+    """One evaluation of all models per way of evaluating (evaluation encoding and settings),
+    each model with its own packable numbers; each run that did not fail gets its eval.jsonl
+    (and eval events), then DONE."""
     for how in dict.fromkeys((c.eval_encoding, c.eval) for c in cfgs):
         eval_cfg = dataclasses.replace(cfgs[0], eval_encoding=how[0], eval=how[1])
-        rows_S = evaluate.evaluate_packed(eval_cfg, graphdef, params_S, progress=progress)
+        rows_S = evaluate.evaluate_packed(
+            eval_cfg, prog.graphdef, params_S, progress=progress, values_S=prog.values
+        )
         for r in log.live():
             if (cfgs[r].eval_encoding, cfgs[r].eval) == how:
                 log.write_eval(r, rows_S[model_of[r]])

@@ -41,7 +41,7 @@ class RunLog:
         tokens_per_step: int,
         compile_s: float,
         log_every: int,
-        learning_rate: float,
+        learning_rate: float | list[float],
         fit_threshold: float | None = None,
     ):
         self.run_dirs, self.model_of = run_dirs, model_of
@@ -90,7 +90,7 @@ class RunLog:
         if not self.live():
             raise TrainingDiverged(
                 f"loss became non-finite by step {step} in every run of "
-                f"{', '.join(str(d) for d in self.run_dirs)}; {self._advice()}."
+                f"{', '.join(str(d) for d in self.run_dirs)}; {self._advice(r)}."
             )
         return row
 
@@ -112,11 +112,13 @@ class RunLog:
         runs.mark_failed(
             self.run_dirs[r],
             step=step,
-            reason=f"loss became {loss} by step {step}; {self._advice()}",
+            reason=f"loss became {loss} by step {step}; {self._advice(r)}",
         )
 
-    def _advice(self) -> str:
-        return f"lower learning_rate (now {self.learning_rate}) or raise warmup_steps"
+    def _advice(self, r: int) -> str:
+        rate = self.learning_rate
+        rate = rate[r] if isinstance(rate, list) else rate  # one per run in a pack of rates
+        return f"lower learning_rate (now {rate}) or raise warmup_steps"
 
     def write_eval(self, r: int, rows: list[dict[str, Any]]) -> None:
         """Write run r's eval.jsonl (one row per evaluation length), then its eval events."""

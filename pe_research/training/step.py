@@ -1,9 +1,9 @@
 """The training step: optimizer, loss, model state and the pure step function.
 
 The NNX model is split once into a static graph definition and a parameter pytree; the step is a
-pure function (state, data_key, pos_key) -> (state, metrics). Batches and positions are sampled
-on device inside the step from keys folded with the step number, so the loop never builds data
-on the host.
+pure function (state, groups) -> (state, metrics) of a batch that a separate pure sampler draws
+on device from keys folded with the step number, so the loop never builds data on the host and
+runs whose tasks differ but whose batches have the same shapes share one compiled step.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from jax.flatten_util import ravel_pytree
 
 from pe_research.config import RunConfig, TrainConfig
 from pe_research.metrics import masked_metrics
 from pe_research.model import Transformer
 from pe_research.tasks import Batch
+from pe_research.training import hyperparameters
 
 
 class TrainState(NamedTuple):
@@ -40,22 +42,44 @@ def keys_from_seed(seed: int) -> Keys:
 
 
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
-    """AdamW with linear warmup, cosine decay to 10% and global-norm gradient clipping."""
-    schedule = optax.warmup_cosine_decay_schedule(
+    """AdamW with linear warmup, cosine decay to 10% and global-norm gradient clipping; weight
+    decay on matrices (parameters of 2 or more axes) only. The learning rate, weight decay and
+    clipping norm may be traced values.
+
+    It runs on all parameters raveled into one vector (its state is one vector per moment):
+    the same elementwise numbers as optax.adamw on the tree (the global norm up to float
+    reassociation), in a few fused operations instead of several per parameter, which on CPU
+    cost more than the arithmetic for small models.
+    """
+    # The schedule is proportional to the peak rate: one of peak 1 times learning_rate, so the
+    # rate may be a traced value (runs packed with different rates, training.hyperparameters).
+    unit = optax.warmup_cosine_decay_schedule(
         init_value=0.0,
-        peak_value=cfg.learning_rate,
+        peak_value=1.0,
         warmup_steps=min(cfg.warmup_steps, cfg.steps - 1),
         decay_steps=cfg.steps,
-        end_value=0.1 * cfg.learning_rate,
+        end_value=0.1,
     )
 
-    def decay_matrices(params: Any) -> Any:
-        return jax.tree.map(lambda p: p.ndim >= 2, params)
+    def schedule(count: jax.Array) -> jax.Array:
+        return cfg.learning_rate * unit(count)
 
-    return optax.chain(
-        optax.clip_by_global_norm(cfg.grad_clip),
-        optax.adamw(schedule, weight_decay=cfg.weight_decay, mask=decay_matrices),
-    )
+    adam = optax.chain(optax.clip_by_global_norm(cfg.grad_clip), optax.scale_by_adam())
+    learning_rate = optax.scale_by_learning_rate(schedule)
+
+    def init(params: Any) -> Any:
+        return adam.init(ravel_pytree(params)[0]), learning_rate.init(None)
+
+    def update(grads: Any, state: Any, params: Any) -> tuple[Any, Any]:
+        g, unravel = ravel_pytree(grads)
+        p = ravel_pytree(params)[0]
+        decay = ravel_pytree(jax.tree.map(lambda x: jnp.full(x.shape, x.ndim >= 2), params))[0]
+        u, adam_state = adam.update(g, state[0], p)
+        u = jnp.where(decay, u + cfg.weight_decay * p, u)
+        u, lr_state = learning_rate.update(u, state[1])
+        return unravel(u), (adam_state, lr_state)
+
+    return optax.GradientTransformation(init, update)
 
 
 TRAIN_METRICS = ("loss", "token_accuracy")
@@ -80,41 +104,78 @@ def init_state(cfg: RunConfig, keys: Keys) -> tuple[nnx.GraphDef, TrainState]:
     return graphdef, TrainState(jnp.zeros((), jnp.int32), params, opt_state)
 
 
-def make_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None):
-    """The pure, unjitted step (state, data_key, pos_key) -> (state, metrics) of one model.
+def make_batch_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None):
+    """The pure, unjitted step (state, groups, values) -> (state, metrics) of one model, on a
+    batch sampled outside it (`make_sampler`): (batch, pos_BL) per length bucket, and the
+    model's packable numbers (`hyperparameters.values`: learning rate, encoding base, ...).
 
-    With `train.length_buckets` G > 1 the batch is sampled as G groups of lengths, each padded
-    to its own width (`sample_groups`), and the loss is the mean over the scored tokens of all
-    groups, as for one padded batch. `batch_sharding`, if given, constrains each sampled group
-    (data parallelism over devices).
+    It reads no task and no packable number of `cfg`: runs whose tasks give batches of the same
+    shapes (copy and reverse), or that differ only in those numbers, share its compiled program
+    (`program.program_key`). All groups go through the model in one pass (`Transformer.ragged`),
+    and the loss is the mean over the scored tokens of all of them, as for one padded batch.
+    `batch_sharding`, if given, constrains each group (data parallelism over devices).
     """
-    tx = make_optimizer(cfg.train)
 
-    def loss_fn(params: Any, groups: list[tuple[Batch, jax.Array]]):
+    def loss_fn(params: Any, groups: list[tuple[Batch, jax.Array]], encoding: Any):
         model = nnx.merge(graphdef, params)
-        if len(groups) == 1:
-            ((batch, pos_BL),) = groups
-            return loss_and_metrics(model(batch.inputs, pos_BL, batch.valid), batch)
-        # Each group's means, weighted by its scored tokens: the mean over the whole batch.
-        counts = [jnp.maximum(b.loss_mask.sum(), 1).astype(jnp.float32) for b, _ in groups]
-        parts = [loss_and_metrics(model(b.inputs, p, b.valid), b)[1] for b, p in groups]
-        weights = [c / sum(counts) for c in counts]
-        metrics = {
-            m: sum(w * part[m] for w, part in zip(weights, parts, strict=True)) for m in parts[0]
-        }
-        return metrics["loss"], metrics
-
-    def step(state: TrainState, data_key: jax.Array, pos_key: jax.Array):
-        groups = sample_groups(
-            cfg, jax.random.fold_in(data_key, state.step), jax.random.fold_in(pos_key, state.step)
+        if encoding is not None:
+            model.set_encoding(encoding)
+        logits_NV = model.ragged([(b.inputs, p, b.valid) for b, p in groups])
+        # The mean over the scored tokens of all groups, as for one padded batch.
+        batches = [b for b, _ in groups]
+        flat = Batch(
+            inputs=_rows([b.inputs for b in batches]),
+            targets=_rows([b.targets for b in batches]),
+            loss_mask=_rows([b.loss_mask for b in batches]),
+            valid=_rows([b.valid for b in batches]),
         )
+        return loss_and_metrics(logits_NV[None], flat)
+
+    def step(state: TrainState, groups: list[tuple[Batch, jax.Array]], values: Any):
+        run = hyperparameters.with_values(cfg, values)
+        tx = make_optimizer(run.train)
+        encoding = run.encoding if values["encoding"] else None
         if batch_sharding is not None:
             groups = [(jax.lax.with_sharding_constraint(b, batch_sharding), p) for b, p in groups]
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, groups)
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, groups, encoding)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics["grad_norm"] = optax.tree.norm(grads)
         return TrainState(state.step + 1, params, opt_state), metrics
+
+    return step
+
+
+def _rows(xs_BL: list[jax.Array]) -> jax.Array:
+    """The [B, L] arrays of the groups as one row [1, N] of all their tokens, in the order of
+    `Transformer.ragged`."""
+    return jnp.concatenate([x.reshape(-1) for x in xs_BL])[None]
+
+
+def make_sampler(cfg: RunConfig):
+    """The pure sampler (data_key, pos_key, step) -> groups of the training batch of `step`:
+    `sample_groups` on the keys folded with the step number."""
+
+    def sample(data_key: jax.Array, pos_key: jax.Array, step: jax.Array):
+        return sample_groups(
+            cfg, jax.random.fold_in(data_key, step), jax.random.fold_in(pos_key, step)
+        )
+
+    return sample
+
+
+def make_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any = None):
+    """The pure, unjitted step (state, data_key, pos_key) -> (state, metrics) of one model: the
+    batch of `state.step` sampled (`make_sampler`), then `make_batch_step` on it.
+
+    With `train.length_buckets` G > 1 the batch is sampled as G groups of lengths, each padded
+    to its own width (`sample_groups`).
+    """
+    sample, update = make_sampler(cfg), make_batch_step(cfg, graphdef, batch_sharding)
+    values = hyperparameters.values(cfg)
+
+    def step(state: TrainState, data_key: jax.Array, pos_key: jax.Array):
+        return update(state, sample(data_key, pos_key, state.step), values)
 
     return step
 

@@ -2,6 +2,7 @@
 of this machine's matmul peak, evaluation compiles, and packed-seed throughput.
 
     pe-research bench peer [--ks 1 2 4 8] [--out runs/bench]
+    pe-research bench accelerator [--tiny]       # the accelerator suite (bench/accelerator.py)
 
 Every number comes from the code path that training uses (`train.build_program`, the packed
 step; `evaluate.evaluate_packed`). Step times are medians over several timed windows after a
@@ -153,9 +154,9 @@ def real_tokens_per_sequence(cfg: RunConfig) -> float:
     return sum(cfg.task.seq_len(k, cfg.model.causal) for k in range(1, n + 1)) / n
 
 
-def measure_matmul_peak(n: int = 2048, repeats: int = 5) -> float:
-    """This machine's float32 matmul throughput in FLOP/s (median of `repeats`)."""
-    a, b = (jax.random.normal(jax.random.key(i), (n, n), jnp.float32) for i in range(2))
+def measure_matmul_peak(n: int = 2048, repeats: int = 5, dtype: str = "float32") -> float:
+    """This machine's matmul throughput in `dtype` in FLOP/s (median of `repeats`)."""
+    a, b = (jax.random.normal(jax.random.key(i), (n, n), dtype) for i in range(2))
     mm = jax.jit(jnp.matmul)
     mm(a, b).block_until_ready()
     times = []
@@ -179,13 +180,13 @@ def time_steps(prog: train.Program, steps: int, repeats: int, warmup: int = 2) -
     """Seconds per step of `repeats` windows of `steps` steps each, after `warmup` steps."""
     state = prog.state
     for _ in range(warmup):
-        state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+        state, metrics = prog.run(state)
     jax.block_until_ready(state)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for _ in range(steps):
-            state, metrics = prog.step(state, prog.data_keys, prog.pos_keys)
+            state, metrics = prog.run(state)
         jax.block_until_ready((state, metrics))
         times.append((time.perf_counter() - t0) / steps)
     return times
@@ -204,6 +205,7 @@ def measure_training(
     flops = train_step_flops(cfg, num_models)
     return {
         "models": num_models,
+        "model_steps_per_s": round(num_models / step_s, 2),
         "length_buckets": cfg.train.length_buckets,
         "compile_s": round(prog.compile_s, 3),
         "xla_compiles": counter.xla_compiles,
