@@ -128,5 +128,5 @@ def test_mrope_sampler_gives_text_its_index_on_every_axis_and_patches_their_cell
     image_BLA = MRoPE().sample(jax.random.key(1), batch.valid, coords_BLA=batch.coords)
     assert (np.asarray(image_BLA[..., 0]) == 0).all()
     np.testing.assert_array_equal(image_BLA[..., 1:], batch.coords)
-    with pytest.raises(ValueError, match=r"must be \(row, col\), shape \(4, 8, 2\)"):
-        MRoPE().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 3), jnp.int32))
+    with pytest.raises(ValueError, match=r"must be \(row, col\) or \(frame, row, col\)"):
+        MRoPE().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 4), jnp.int32))
