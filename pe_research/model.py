@@ -3,7 +3,9 @@
 The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
 unconditionally; it never asks which encoding it has. Attention layer i holds the encoding's
 `for_layer(i, num_layers)`: the encoding itself, or a per-layer mixture's member for layer i.
-Positions are an explicit input. Attention logits, softmax and output logits are float32.
+Attention hooks receive the layer's own parameters merged with the top-level ones (init_embed),
+so one table can serve every layer (T5's shared bias). Positions are an explicit input.
+Attention logits, softmax and output logits are float32.
 
 Mixed precision (`compute_dtype="bfloat16"`): parameters and the residual stream stay float32
 (so do LayerNorm and the encodings' angles and biases); activations and weights are cast to
@@ -81,8 +83,16 @@ class Attention(nnx.Module):
         # capture is a switch for analysis: on, attention runs in one call and is recorded.
         self.capture_attention = False
 
-    def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
-        pe = _read(self.pe)
+    def __call__(
+        self,
+        x_BLD: jax.Array,
+        pos_BL: jax.Array,
+        valid_BL: jax.Array,
+        shared: dict[str, jax.Array] | None = None,
+    ) -> jax.Array:
+        """`shared`: the top-level encoding parameters (init_embed), read by the hooks beside
+        the layer's own (the model checks that their names do not clash)."""
+        pe = {**(shared or {}), **_read(self.pe)}
         B, L, D = x_BLD.shape
         w_qkv_D3HK = self.w_qkv_D3HK[...]
         qkv_BLX = _dense(x_BLD, w_qkv_D3HK.reshape(D, -1), dtype=self.compute_dtype)
@@ -235,8 +245,14 @@ class Block(nnx.Module):
         self.norm_mlp = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.mlp = MLP(cfg, rngs=rngs)
 
-    def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
-        x_BLD = x_BLD + self.attn(self.norm_attn(x_BLD), pos_BL, valid_BL)
+    def __call__(
+        self,
+        x_BLD: jax.Array,
+        pos_BL: jax.Array,
+        valid_BL: jax.Array,
+        shared: dict[str, jax.Array] | None = None,
+    ) -> jax.Array:
+        x_BLD = x_BLD + self.attn(self.norm_attn(x_BLD), pos_BL, valid_BL, shared)
         return x_BLD + self.mlp(self.norm_mlp(x_BLD))
 
 
@@ -256,6 +272,13 @@ class Transformer(nnx.Module):
         self.pe = _params(encoding.init_embed(rngs.params(), cfg.dims()))
         n = cfg.num_layers
         self.blocks = nnx.List([Block(cfg, encoding.for_layer(i, n), rngs=rngs) for i in range(n)])
+        for i, block in enumerate(self.blocks):
+            if clash := sorted(set(_read(self.pe)) & set(_read(block.attn.pe))):
+                raise ValueError(
+                    f"encoding {encoding.label()!r} names parameters {clash} both at the top level "
+                    f"(init_embed) and in layer {i} (init_layer); attention hooks read both, so "
+                    "the names must differ: rename one of them in the encoding."
+                )
         self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 
@@ -265,9 +288,10 @@ class Transformer(nnx.Module):
         if valid_BL is None:
             valid_BL = jnp.ones(tokens_BL.shape, bool)
         x_BLD = jnp.take(self.embed_VD[...], tokens_BL, axis=0)
-        x_BLD = self.encoding.embed(_read(self.pe), x_BLD, pos_BL)
+        shared = _read(self.pe)
+        x_BLD = self.encoding.embed(shared, x_BLD, pos_BL)
         for block in self.blocks:
-            x_BLD = block(x_BLD, pos_BL, valid_BL)
+            x_BLD = block(x_BLD, pos_BL, valid_BL, shared)
         x_BLD = self.norm_out(x_BLD)
         # float32 from the matmul's accumulator, not rounded through bfloat16.
         w_head_DV = self.w_head_DV[...]

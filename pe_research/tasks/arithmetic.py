@@ -43,7 +43,20 @@ class Addition(Task):
     never scored (an encoder keeps them and blanks only the digits). The hint alphabet is fixed
     at `hints` tokens, so n + 1 <= hints or the run is refused; raise `hints` to the longest
     evaluated digit count + 1. Hints beyond the training length then appear only at evaluation
-    (rows of the embedding table that training never updated).
+    (rows of the embedding table that training never updated), unless `hint_offset` > 0: each
+    training sequence then starts its hints at a random h_o, o ~ U{0..hint_offset} (digit k
+    gets h_{o+k}), so that training reaches the hints of longer numbers; evaluation
+    (`held_out`) starts at h_0. Cho et al.'s code samples index hints so (HanseulJo/
+    position-coupling, src/data/addition.py, AdditionDatasetWithIndexHints: a random start per
+    example in training, a fixed one at evaluation); training needs n + 1 + hint_offset <= hints.
+
+    `reversed_operands`: True (default) writes a and b least significant digit first, like the
+    sum; False writes them most significant digit first and only the sum reversed, Cho et al.'s
+    format (configs/task/addition_coupled.yaml: reverse_input False, reverse_output True). Hints
+    and coupled positions follow each digit's significance either way.
+
+    `end_token`: END after the sum, scored like its digits (Cho et al.: `eos: True` in the same
+    file); its coupled position is 0, like PLUS and SEP.
 
     Coupled positions (Cho et al., 2024, arXiv 2405.20671, "Position Coupling"), given to the
     `coupled` position sampler in Batch.coords ([B, L, 1]): the digit of significance k of a, b
@@ -58,18 +71,30 @@ class Addition(Task):
     alphabet: int = 10
     index_hints: bool = False
     hints: int = 256
+    hint_offset: int = 0
+    reversed_operands: bool = True
+    end_token: bool = False
 
     @property
     def plus(self) -> int:
         return self.alphabet + 3
 
     def hint(self, k: Any) -> Any:
-        """The hint token of significance k."""
+        """The hint token of significance k (of o + k with a hint offset o)."""
         return self.alphabet + 4 + k
 
     @property
-    def vocab_size(self) -> int:
+    def end(self) -> int:
+        """END, after the hints (in the vocabulary only with end_token)."""
         return self.alphabet + 4 + (self.hints if self.index_hints else 0)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.end + (1 if self.end_token else 0)
+
+    def held_out(self) -> Addition:
+        # Evaluation (and the fit check) start every number's hints at h_0.
+        return dataclasses.replace(self, hint_offset=0)
 
     @property
     def unit(self) -> int:
@@ -84,6 +109,29 @@ class Addition(Task):
             )
         if isinstance(self.hints, bool) or not isinstance(self.hints, int) or self.hints < 2:
             raise ValueError(f"addition hints must be an integer >= 2, got {self.hints!r}.")
+        offset = self.hint_offset
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"addition hint_offset must be an integer >= 0, got {offset!r}.")
+        if offset and not self.index_hints:
+            raise ValueError(
+                f"addition hint_offset={offset} shifts the index hints, but index_hints is off: "
+                "set --index-hints, or drop --hint-offset."
+            )
+        for name in ("reversed_operands", "end_token"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"addition {name} must be true or false, got {getattr(self, name)!r}."
+                )
+
+    def check_lengths(self, train_length: int, eval_lengths: tuple[int, ...]) -> None:
+        """Training draws hints up to h_{n + hint_offset}: they must exist."""
+        need = train_length + 1 + self.hint_offset
+        if self.index_hints and self.hint_offset and need > self.hints:
+            raise ValueError(
+                f"addition with hint_offset={self.hint_offset}: {train_length}-digit training "
+                f"operands reach hint h_{need - 1}, but the hint alphabet has hints={self.hints} "
+                f"tokens; raise hints to at least {need}, or lower hint_offset."
+            )
 
     def seq_len(self, length: int, causal: bool) -> int:
         if self.index_hints and length + 1 > self.hints:
@@ -93,31 +141,36 @@ class Addition(Task):
                 f" tokens; raise hints to at least {length + 1} (the longest evaluated digit "
                 "count + 1), or evaluate fewer digits."
             )
-        total = (3 * length + 1) * self.unit + 2
+        total = (3 * length + 1) * self.unit + 2 + (1 if self.end_token else 0)
         return total - 1 if causal else total
 
     def layout(self, n_B1: jax.Array, T: int) -> dict[str, jax.Array]:
         """Where each token of [B, T] lies: operand a, b or answer c, the significance k of its
-        digit, whether it is a hint, and the index of PLUS, SEP and the end of the sequence."""
+        digit, whether it is a hint, and the index of PLUS, SEP, END (-1 without end_token) and
+        the end of the sequence."""
         u = self.unit
         i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
         plus_B1 = n_B1 * u
         sep_B1 = 2 * n_B1 * u + 1
-        end_B1 = sep_B1 + 1 + (n_B1 + 1) * u
+        after_c_B1 = sep_B1 + 1 + (n_B1 + 1) * u  # one past the sum's last token
         in_a = i_1T < plus_B1
         in_b = (i_1T > plus_B1) & (i_1T < sep_B1)
-        in_c = (i_1T > sep_B1) & (i_1T < end_B1)
+        in_c = (i_1T > sep_B1) & (i_1T < after_c_B1)
         r_BT = i_1T - jnp.where(in_a, 0, jnp.where(in_b, plus_B1 + 1, sep_B1 + 1))
+        k_BT = r_BT // u
+        if not self.reversed_operands:  # a and b most significant digit first
+            k_BT = jnp.where(in_a | in_b, n_B1 - 1 - k_BT, k_BT)
         return {
             "i": i_1T,
             "in_a": in_a,
             "in_b": in_b,
             "in_c": in_c,
-            "k": r_BT // u,
+            "k": k_BT,
             "hint": (r_BT % u == 0) & (u == 2),
             "plus": plus_B1,
             "sep": sep_B1,
-            "end": end_B1,
+            "end_token": after_c_B1 if self.end_token else jnp.full_like(after_c_B1, -1),
+            "end": after_c_B1 + (1 if self.end_token else 0),
         }
 
     def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
@@ -138,12 +191,20 @@ class Addition(Task):
             jnp.where(at["in_b"], gather_BL(b_BT, k_BT, number), gather_BL(c_BT, k_BT, number)),
         )
         i = at["i"]
+        is_end = i == at["end_token"]
         special = jnp.where(
-            i == at["plus"], self.plus, jnp.where(i == at["sep"], self.sep, self.pad)
+            i == at["plus"],
+            self.plus,
+            jnp.where(i == at["sep"], self.sep, jnp.where(is_end, self.end, self.pad)),
         )
-        digit_or_hint = jnp.where(at["hint"], self.hint(k_BT), digit_BT)
+        # The hint offset has a key of its own, so the digits drawn for every other option stay
+        # as they were (and the frozen evaluation sets with them).
+        o_B1 = jax.random.randint(
+            jax.random.fold_in(key, 1), (B, 1), 0, self.hint_offset + 1, jnp.int32
+        )
+        digit_or_hint = jnp.where(at["hint"], self.hint(k_BT + o_B1), digit_BT)
         seq_BT = jnp.where(number, digit_or_hint, special).astype(jnp.int32)
-        answer_BT = at["in_c"] & ~at["hint"]
+        answer_BT = (at["in_c"] & ~at["hint"]) | is_end
         i_1L = i[:, :width]
         # A decoder reads every token but the last (the last is only a target).
         valid_BL = jnp.broadcast_to(i_1L < at["end"] - (1 if causal else 0), (B, width))

@@ -39,22 +39,36 @@ def keys_from_seed(seed: int) -> Keys:
     return Keys(*jax.random.split(jax.random.key(seed), 3))
 
 
-def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
-    """AdamW with linear warmup, cosine decay to 10% and global-norm gradient clipping."""
-    schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0,
-        peak_value=cfg.learning_rate,
-        warmup_steps=min(cfg.warmup_steps, cfg.steps - 1),
-        decay_steps=cfg.steps,
-        end_value=0.1 * cfg.learning_rate,
+def make_schedule(cfg: TrainConfig) -> optax.Schedule:
+    """Linear warm-up from 0, then `cfg.lr_schedule`: cosine to 10% of the peak at `steps`,
+    linear to 0 at `steps`, or constant."""
+    peak, warmup = cfg.learning_rate, min(cfg.warmup_steps, cfg.steps - 1)
+    if cfg.lr_schedule == "cosine":
+        return optax.warmup_cosine_decay_schedule(
+            init_value=0.0,
+            peak_value=peak,
+            warmup_steps=warmup,
+            decay_steps=cfg.steps,
+            end_value=0.1 * peak,
+        )
+    after = (
+        optax.linear_schedule(peak, 0.0, cfg.steps - warmup)
+        if cfg.lr_schedule == "linear"
+        else optax.constant_schedule(peak)
     )
+    return optax.join_schedules([optax.linear_schedule(0.0, peak, warmup), after], [warmup])
+
+
+def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
+    """AdamW on `make_schedule`, with global-norm gradient clipping."""
+    schedule = make_schedule(cfg)
 
     def decay_matrices(params: Any) -> Any:
         return jax.tree.map(lambda p: p.ndim >= 2, params)
 
     return optax.chain(
         optax.clip_by_global_norm(cfg.grad_clip),
-        optax.adamw(schedule, weight_decay=cfg.weight_decay, mask=decay_matrices),
+        optax.adamw(schedule, b2=cfg.adam_b2, weight_decay=cfg.weight_decay, mask=decay_matrices),
     )
 
 
