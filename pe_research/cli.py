@@ -8,6 +8,7 @@ pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
 pe-research data build TASK --config NAME [--data-dir DIR] | data build text [--corpus FILE]
 pe-research tensorboard DIR...
+pe-research report RUNS_ROOT [--out docs]
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from pe_research import bench as bench_lib
 from pe_research import runs
 from pe_research.config import RunConfig
 from pe_research.data import catalog
-from pe_research.essay import analysis, report
+from pe_research.essay import analysis
+from pe_research.essay import report as essay_report
 from pe_research.metrics import MetricName
 from pe_research.sweeps import plotting
+from pe_research.sweeps import report as report_lib
 from pe_research.sweeps import sweep as sweep_lib
 
 
@@ -155,9 +158,9 @@ def properties(
     output folder, for Pr3 (accuracy at 2x/4x/8x the training length). --max-position: N of
     Pr1/Pr2 (positions 0..N). --precision-positions: the low-precision study covers 0..this.
     """
-    paths = report.run(
+    paths = essay_report.run(
         out,
-        [report.parse_encoding(spec) for spec in encodings],
+        [essay_report.parse_encoding(spec) for spec in encodings],
         results=results,
         max_position=max_position,
         demos=demos,
@@ -247,6 +250,17 @@ def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:
     print(f"Wrote {len(written)} event files. View them: tensorboard --logdir {paths[0]}")
 
 
+def report(root: tyro.conf.Positional[Path] = Path("runs"), out: Path = Path("docs")) -> None:
+    """Write the reproduction report OUT/reproductions.md (and its figures in
+    OUT/reproductions/): for each experiment that reproduces a paper and has finished runs under
+    ROOT (sweep folders ROOT/<experiment>[-<scale>]), the paper's headline figure beside ours,
+    the comparison, fit counts, seeds, the scale, a one-line verdict naming the differences that
+    remain, and the protocol table; all numbers read from the run directories.
+    """
+    written = report_lib.write(root, out)
+    print("Wrote " + ", ".join(str(p) for p in written))
+
+
 COMMANDS = {
     "train": train,
     "sweep": sweep,
@@ -256,6 +270,7 @@ COMMANDS = {
     "bench": bench,
     "data": data,
     "tensorboard": tensorboard,
+    "report": report,
 }
 
 
@@ -266,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
             prog="pe-research",
             description=(
                 "Positional encodings for transformers: train, sweep, plot, properties, analyze, "
-                "data, tensorboard."
+                "data, tensorboard, report."
             ),
             args=argv,
             config=(tyro.conf.OmitSubcommandPrefixes,),
