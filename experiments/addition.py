@@ -106,12 +106,12 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 of the paper here): check it before a paper-scale run.
 
 Runtime and result: not yet run with the current code. Expected cost: 24 runs in 8 trainings of
-3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings on
-2026-12-01 while several other jobs shared the 2-core machine (fp32 matmul peak measured at 16.6
-GFLOP/s in the same run, against about 125 on a quiet day): 1.3 s per step, so 11.9 h at the
-step caps on one process at that load, about 1.6 h scaled to a quiet machine's peak. The paper
-scale: 3.5e18 matmul FLOPs, about 10 h on one H200 at an assumed 10% of its dense BF16 peak (the
-sweep prints it).
+3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings in
+two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 1.3 s per
+step at a measured fp32 matmul peak of 16.6 GFLOP/s (11.9 h at the step caps on one process),
+0.24-0.31 s at 114 GFLOP/s (2.2 h). Scaled to a quiet day's peak of about 125 GFLOP/s: about 2
+h. The paper scale: 3.5e18 matmul FLOPs, about 10 h on one H200 at an assumed 10% of its dense
+BF16 peak (the sweep prints it).
 
 Earlier protocol (before issue 23: operands reversed too, no END, 2 layers d_model 64, 2,000
 steps; no random offset for RoPE, ALiBi and FIRE with coupling, so their training only ever saw

@@ -73,12 +73,12 @@ Protocol, paper vs here (cpu, paper scales; same: as the paper):
 of the paper here): check it before a paper-scale run.
 
 Runtime and result: not yet run with the current code. Expected cost: 12 runs in 4 trainings of
-3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings on
-2026-12-01 while several other jobs shared the 2-core machine (fp32 matmul peak measured at 10.8
-GFLOP/s in the same run, against about 125 on a quiet day): 4.6 s per step with FIRE, 1.9 s with
-NoPE, so at most 21 h at the step caps on one process at that load (every training at FIRE's
-rate), about 1.8 h scaled to a quiet machine's peak. The paper scale as guessed: 6.8e18 matmul
-FLOPs, about 19 h on one H200 at an assumed 10% of its dense BF16 peak.
+3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings in
+two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 1.9 s (NoPE)
+to 4.6 s (FIRE) per step at a measured fp32 matmul peak of 10.8 GFLOP/s (21 h at the step caps
+on one process), 0.84-1.35 s at 75.9 GFLOP/s (6.1 h). Scaled to a quiet day's peak of about 125
+GFLOP/s: 2-4 h (upper bounds: every training counted at FIRE's rate). The paper scale as
+guessed: 6.8e18 matmul FLOPs, about 19 h on one H200 at an assumed 10% of its dense BF16 peak.
 """
 
 import dataclasses

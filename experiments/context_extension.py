@@ -19,10 +19,10 @@ scalings share RoPE's training (9 trainings of 3 packed seeds).
 
 Runtime and result: not yet run with the current code. Expected cost: 9 trainings of 3 packed
 seeds, at most 2,000 steps each, and 72 evaluations. scripts/sweep_cost.py timed two of its
-trainings on 2026-12-01 while several other jobs shared the 2-core machine (fp32 matmul peak
-measured at 29.9 GFLOP/s in the same run, against about 125 on a quiet day): 0.57-0.90 s per
-step, so 4.1 h at the step caps on one process at that load, about 1 h scaled to a quiet
-machine's peak.
+trainings in two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times:
+0.57-0.90 s per step at a measured fp32 matmul peak of 29.9 GFLOP/s (4.1 h at the step caps on
+one process), 0.20-0.35 s at 34.7 GFLOP/s (1.6 h). Scaled to a quiet day's peak of about 125
+GFLOP/s: 0.5-1 h.
 
 Earlier protocol (2 layers, 500 steps, seed 0, no fit check; 21 min 2 s on the 2-core machine,
 shared with two other sweeps): token accuracy in distribution / 2x / 4x / 8x, scalings with

@@ -103,11 +103,13 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   paper: train 1-20, uniform; test 21-40. Why: TrainConfig draws 1..train_length: n = 1 is 5% of
   the training sequences, all shorter than any test length
 - data / format. Paper: `Copy: x_1 .. x_n [SEP] y_1 .. y_n </s>` (`Reverse:`) in T5
-  SentencePiece tokens, the prefix and [SEP] several tokens each; loss on the answer and </s>
-  [McGill-NLP/length-generalization src/data/data_instance_processor/copy_instance_processor.py,
-  configs/data/s2s_copy.jsonnet]. Here: cpu, gpu, paper: `x_1 .. x_n SEP y_1 .. y_n END`, one
-  token each; loss on the answer and END (end_token=True; count_copy always ends with END). Why:
-  the prefix and the separator's pieces are the same tokens in every sequence
+  SentencePiece tokens, the prefix and [SEP] several tokens each; loss on the answer and </s>;
+  no scratchpad [McGill-NLP/length-generalization
+  src/data/data_instance_processor/copy_instance_processor.py, configs/data/s2s_copy.jsonnet;
+  run groups without _scratchpad in results/sanity_check.jsonl]. Here: cpu, gpu, paper: `x_1 ..
+  x_n SEP y_1 .. y_n END`, one token each; loss on the answer and END (end_token=True;
+  count_copy always ends with END). Why: the prefix and the separator's pieces are the same
+  tokens in every sequence
 - data / training set. Paper: a fixed set of 100,000 sequences, about 26 epochs [McGill-
   NLP/length-generalization results/sanity_check.jsonl: sum__num_train_samples,
   sum__train/epoch]. Here: cpu, gpu, paper: fresh sequences at every step. Why: tasks sample on
@@ -132,13 +134,13 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
 Runtime and result: not yet run with the current code. Expected cost: 63 runs in 21 trainings of
-3 packed seeds, at most 2,000 steps each. scripts/sweep_cost.py timed two of its trainings on
-2026-12-01 while several other jobs shared the 2-core machine (fp32 matmul peak measured at 12.7
-GFLOP/s in the same run, against about 125 on a quiet day): 2.0-2.2 s per step, so 24.8 h at the
-step caps on one process at that load, about 2.5 h scaled to a quiet machine's peak (runs stop
-once fit; under the earlier protocol they fit after 400-2,000 steps). The paper scale: 2.2e18
-matmul FLOPs, about 6 h on one H200 at an assumed 10% of its dense BF16 peak (the sweep prints
-it).
+3 packed seeds, at most 2,000 steps each. scripts/sweep_cost.py timed two of its trainings in
+two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 2.0-2.2 s per
+step at a measured fp32 matmul peak of 12.7 GFLOP/s (24.8 h at the step caps on one process),
+0.63-0.77 s at 38.4 GFLOP/s (7.8 h). Scaled to a quiet day's peak of about 125 GFLOP/s: about
+2.5 h, less as runs stop once fit (under the earlier protocol they fit after 400-2,000 steps).
+The paper scale: 2.2e18 matmul FLOPs, about 6 h on one H200 at an assumed 10% of its dense BF16
+peak (the sweep prints it).
 
 Earlier protocol (before issue 23: no end token on copy and reverse, 16 symbols, evaluation at
 24, 28, ..., 40, T5 with a table per layer on scaled logits compared as the paper's T5, full
@@ -327,9 +329,10 @@ PROTOCOL = Protocol(
             "shorter than any test length"),
         row("data", "format",
             "`Copy: x_1 .. x_n [SEP] y_1 .. y_n </s>` (`Reverse:`) in T5 SentencePiece "
-            "tokens, the prefix and [SEP] several tokens each; loss on the answer and </s>",
-            f"{REPO} src/data/data_instance_processor/copy_instance_processor.py, "
-            "configs/data/s2s_copy.jsonnet",
+            "tokens, the prefix and [SEP] several tokens each; loss on the answer and </s>; no "
+            "scratchpad", f"{REPO} src/data/data_instance_processor/copy_instance_processor.py, "
+            "configs/data/s2s_copy.jsonnet; run groups without _scratchpad in "
+            "results/sanity_check.jsonl",
             **{s: "`x_1 .. x_n SEP y_1 .. y_n END`, one token each; loss on the answer and END "
                "(end_token=True; count_copy always ends with END)" for s in SCALES},
             why="the prefix and the separator's pieces are the same tokens in every sequence"),

@@ -90,15 +90,14 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 of the paper here): check it before a paper-scale run.
 
 Runtime and result: not yet run with the current code. Expected cost: 90 runs in 30 trainings of
-3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings on
-2026-12-01 while several other jobs shared the 2-core machine (fp32 matmul peak measured at 17.7
-GFLOP/s in the same run, against about 125 on a quiet day): 1.8 s per step (sinusoidal on
-reverse) to 4.7 s (Transformer-XL on duplicate), so about 115 h at the step caps on one process
-at that load, about 16 h scaled to a quiet machine's peak; randomized runs fit late or not at
-all under earlier protocols, so most will reach the cap. The paper scale: 1.8e18 matmul FLOPs,
-about 5 h on one H200 at an assumed 10% of its dense BF16 peak, but its 20 trainings of
-2,000,000 steps of a d_model 64 model are bound by the time per step, not by FLOPs: at 1 ms a
-step, 11 h.
+3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings in
+two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 1.8-4.7 s per
+step at a measured fp32 matmul peak of 17.7 GFLOP/s (115 h at the step caps on one process),
+0.8-1.1 s at 44.4 GFLOP/s (35 h). Scaled to a quiet day's peak of about 125 GFLOP/s: 12-16 h;
+randomized runs fit late or not at all under earlier protocols, so most will reach the cap. The
+paper scale: 1.8e18 matmul FLOPs, about 5 h on one H200 at an assumed 10% of its dense BF16
+peak, but its 20 trainings of 2,000,000 steps of a d_model 64 model are bound by the time per
+step, not by FLOPs: at 1 ms a step, 11 h.
 
 Earlier protocols (before issue 23: 16 symbols instead of the binary alphabet, no
 Transformer-XL, a 4-layer d_model 64 encoder with 4 heads, evaluation at 24, 32, 48, 64; code

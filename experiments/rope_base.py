@@ -15,11 +15,10 @@ The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_m
 every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 45 runs in 15 trainings.
 
 Runtime and result: not yet run with the current code. Expected cost: 45 runs in 15 trainings of
-3 packed seeds, at most 2,000 steps each. scripts/sweep_cost.py timed two of its trainings on
-2026-12-01 while several other jobs shared the 2-core machine (fp32 matmul peak measured at 21.8
-GFLOP/s in the same run, against about 125 on a quiet day): 0.35 s per step (offset) to 1.2 s
-(reverse), so 8.8 h at the step caps on one process at that load, about 1.5 h scaled to a quiet
-machine's peak.
+3 packed seeds, at most 2,000 steps each. scripts/sweep_cost.py timed two of its trainings in
+two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 0.35-1.2 s
+per step at a measured fp32 matmul peak of 21.8 GFLOP/s (8.8 h at the step caps on one process),
+0.26-0.43 s at 40.7 GFLOP/s (3.1 h). Scaled to a quiet day's peak of about 125 GFLOP/s: 1-1.5 h.
 
 Earlier protocol (2 layers, 500 steps, seed 0, no fit check; 12 min 50 s on the 2-core machine,
 shared with another sweep): token accuracy in distribution / 2x / 4x / 8x. These numbers come
