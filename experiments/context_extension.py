@@ -12,16 +12,22 @@ al. 2023), ntk, dynamic (NTK), yarn (Peng et al. 2023) and llama3. The runs that
 their evaluation encoding share one training (train.train_group), so RoPE is trained once per
 task.
 
-Since issue 14 the `cpu` preset trains every run until it fits (exact match >= 0.95 at 16,
-at most 2,000 steps, 4 length buckets) with 3 seeds; the runtime and result below are of the
-earlier preset (500 steps, seed 0) and were not rerun in that change.
+The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_model 64, lr
+3e-3 after 200 warm-up steps, each run trained until it fits, exact match >= 0.95 at 16, checked
+every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 72 runs, of which the 5
+scalings share RoPE's training (9 trainings of 3 packed seeds).
 
-Runtime: 21 min 2 s on the 2-core CPU development machine, sharing it with two other sweeps (24
-runs: per task one RoPE training evaluated 6 ways in 5-8 min, most of it compiling 4 evaluation
-buckets per scaling, then ALiBi and NoPE in under a minute each).
+Runtime and result: not yet run with the current code. Expected cost: 9 trainings of 3 packed
+seeds, at most 2,000 steps each, and 72 evaluations. scripts/sweep_cost.py timed two of its
+trainings in two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times:
+0.57-0.90 s per step at a measured fp32 matmul peak of 29.9 GFLOP/s (4.1 h at the step caps on
+one process), 0.20-0.35 s at 34.7 GFLOP/s (1.6 h). Scaled to a quiet day's peak of about 125
+GFLOP/s: 0.5-1 h.
 
-Result (token accuracy in distribution / 2x / 4x / 8x, seed 0; scalings with factor 8 and the
-original context = the training width, applied at evaluation only):
+Earlier protocol (2 layers, 500 steps, seed 0, no fit check; 21 min 2 s on the 2-core machine,
+shared with two other sweeps): token accuracy in distribution / 2x / 4x / 8x, scalings with
+factor 8 and the original context = the training width, applied at evaluation only. These come
+from runs that were not required to fit and do not compare with a rerun of the preset above:
 
     evaluated as        copy                  reverse               offset
     rope (none)         .99 /.30 /.06 /.07    .99 /.44 /.20 /.10    1.0 /.91 /.69 /.53
@@ -33,6 +39,7 @@ original context = the training width, applied at evaluation only):
     alibi (trained)     .97 /.94 /.73 /.37    .76 /.43 /.22 /.13    .42 /.33 /.27 /.25
     nope (trained)      .62 /.25 /.13 /.09    .50 /.24 /.13 /.09    .31 /.24 /.17 /.14
 
+What the earlier protocol showed (one seed, not rerun):
 - Without any fine-tuning, dynamic NTK is the clear win on offset: exact match 85% / 80% / 53%
   at 2x / 3x / 4x where plain RoPE has 5% / 0% / 0%, and 86% token accuracy at 8x; it leaves
   in-distribution numbers untouched (it only changes the base beyond the original length).
@@ -48,10 +55,14 @@ import dataclasses
 
 from pe_research import encodings, tasks
 from pe_research.config import RunConfig
-from pe_research.sweeps.experiments import STANDARD_SCALES
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, STANDARD_SCALES
 
 TASKS = ["copy", "reverse", "offset"]
-SCALES = STANDARD_SCALES
+SCALES = {
+    # The main job's recipe (experiments/default.py): 4 layers, until fit, at most 2,000 steps.
+    "cpu": (FIT_MODEL, FIT_TRAIN),
+    "gpu": STANDARD_SCALES["gpu"],
+}
 SEEDS = (0, 1, 2)
 
 

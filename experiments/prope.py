@@ -10,6 +10,35 @@ p in {0, 0.25, 0.5, 0.75, 1} (0 is NoPE, 1 is RoPE) on copy, reverse and offset,
 1-16 symbols and evaluated at 1x-8x. Barbero et al. measured perplexity at the training context,
 not extrapolation; this experiment asks whether dropping the low frequencies helps beyond it.
 
+Protocol, paper vs here (cpu, gpu scales; same: as the paper):
+- model / sizes. Paper: Gemma-family decoder language models (billions of parameters)† [arXiv
+  2410.06205, Section 6]. Here: cpu: 2 layers, d_model 64, 4 heads of 16, MLP 256; gpu: 4
+  layers, d_model 256, 8 heads of 32, MLP 1024. Why: the paper's language models, data and
+  compute are not available on this machine; the experiment asks its open question (does p-RoPE
+  extrapolate better?) of synthetic tasks
+- optimisation / training. Paper: language-model pre-training† [arXiv 2410.06205, Section 6].
+  Here: cpu: AdamW (b2 0.999), lr 0.003, 50 warm-up steps then cosine to 10%, weight decay 0.01,
+  gradient clip 1; batch 64, 2,000 steps at most, stopped once exact match at the training
+  length is >= 0.95 (checked every 100); gpu: AdamW (b2 0.999), lr 0.0005, 50 warm-up steps then
+  cosine to 10%, weight decay 0.01, gradient clip 1; batch 128, 5,000 steps. Why: the paper's
+  language models, data and compute are not available on this machine; the experiment asks its
+  open question (does p-RoPE extrapolate better?) of synthetic tasks
+- data / data. Paper: text corpora† [arXiv 2410.06205, Section 6]. Here: cpu: copy, reverse,
+  offset (k = 3), 1-16 symbols; gpu: copy, reverse, offset (k = 3), 1-32 symbols. Why: the
+  paper's language models, data and compute are not available on this machine; the experiment
+  asks its open question (does p-RoPE extrapolate better?) of synthetic tasks
+- positions / p-RoPE. Paper: RoPE on the highest fraction p of its frequencies, the others left
+  unrotated [arXiv 2410.06205, Section 6]. Here: cpu, gpu: same.
+- evaluation / metric. Paper: perplexity at the training context (extrapolation left open)†
+  [arXiv 2410.06205, Section 6]. Here: cpu, gpu: token and exact-match accuracy at 1x-8x the
+  training length. Why: extrapolation is the question asked here, which the paper did not
+  measure
+- aggregation / comparison. Paper: p-RoPE against RoPE† [arXiv 2410.06205, Section 6]. Here:
+  cpu, gpu: 3 seeds, fit runs only; better / worse when the difference from RoPE exceeds twice
+  the larger std. Why: seeds and the fit verdict give the spread a comparison needs
+†: cited from the paper as we read it; not checked against its text from this machine (no copy
+of the paper here): check it before a paper-scale run.
+
 Runtime: 45 min 33 s with `--workers 2` on the 2-core CPU development machine, shared with the
 test suite for part of it and paused for 11 minutes (15 groups of 3 packed seeds, each trained
 until fit with the `cpu` preset: 2 layers, at most 2,000 steps, 4 length buckets).
@@ -41,8 +70,9 @@ import statistics
 
 from pe_research import encodings, tasks
 from pe_research.config import RunConfig
-from pe_research.sweeps import summary
+from pe_research.sweeps import describe, summary
 from pe_research.sweeps.experiments import STANDARD_SCALES
+from pe_research.sweeps.protocol import SAME, Protocol, row
 
 PS = (0.0, 0.25, 0.5, 0.75, 1.0)
 TASKS = ["copy", "reverse", "offset"]
@@ -59,6 +89,41 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
         for p in PS
         for seed in SEEDS
     ]  # fmt: skip
+
+
+PAPER = "arXiv 2410.06205"
+NO_DATA = (
+    "the paper's language models, data and compute are not available on this machine; the "
+    "experiment asks its open question (does p-RoPE extrapolate better?) of synthetic tasks"
+)
+PROTOCOL = Protocol(
+    paper=f"Barbero et al. 2025, Round and Round We Go! What makes Rotary Positional Encodings "
+    f"useful? ({PAPER})",
+    scales=tuple(SCALES),
+    rows=(
+        row("model", "sizes", "Gemma-family decoder language models (billions of parameters)",
+            f"{PAPER}, Section 6", **{n: describe.sizes(s[0]) for n, s in SCALES.items()},
+            why=NO_DATA, verified=False),
+        row("optimisation", "training", "language-model pre-training", f"{PAPER}, Section 6",
+            **{n: describe.optimiser(s[1]) + "; " + describe.schedule(s[1])
+               for n, s in SCALES.items()}, why=NO_DATA, verified=False),
+        row("data", "data", "text corpora", f"{PAPER}, Section 6",
+            **{n: f"copy, reverse, offset (k = 3), 1-{s[1].train_length} symbols"
+               for n, s in SCALES.items()}, why=NO_DATA, verified=False),
+        row("positions", "p-RoPE",
+            "RoPE on the highest fraction p of its frequencies, the others left unrotated",
+            f"{PAPER}, Section 6", **{s: SAME for s in SCALES}),
+        row("evaluation", "metric",
+            "perplexity at the training context (extrapolation left open)", f"{PAPER}, Section 6",
+            **{s: "token and exact-match accuracy at 1x-8x the training length" for s in SCALES},
+            why="extrapolation is the question asked here, which the paper did not measure",
+            verified=False),
+        row("aggregation", "comparison", "p-RoPE against RoPE", f"{PAPER}, Section 6",
+            **{s: "3 seeds, fit runs only; better / worse when the difference from RoPE exceeds "
+               "twice the larger std" for s in SCALES},
+            why="seeds and the fit verdict give the spread a comparison needs", verified=False),
+    ),
+)  # fmt: skip
 
 
 def paper_vs_here(rows: list[dict]) -> str:

@@ -10,14 +10,19 @@ evaluated at 1x-8x. A small base makes every frequency turn many times within th
 length (every angle has been seen); a large base leaves low frequencies whose angles beyond the
 training length are new.
 
-Since issue 14 the `cpu` preset trains every run until it fits (exact match >= 0.95 at 16,
-at most 2,000 steps, 4 length buckets) with 3 seeds; the runtime and result below are of the
-earlier preset (500 steps, seed 0) and were not rerun in that change.
+The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_model 64, lr
+3e-3 after 200 warm-up steps, each run trained until it fits, exact match >= 0.95 at 16, checked
+every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 45 runs in 15 trainings.
 
-Runtime: 12 min 50 s on the 2-core CPU development machine, sharing it with another sweep and a
-third worker (15 runs; about 6 min alone, like `default`).
+Runtime and result: not yet run with the current code. Expected cost: 45 runs in 15 trainings of
+3 packed seeds, at most 2,000 steps each. scripts/sweep_cost.py timed two of its trainings in
+two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 0.35-1.2 s
+per step at a measured fp32 matmul peak of 21.8 GFLOP/s (8.8 h at the step caps on one process),
+0.26-0.43 s at 40.7 GFLOP/s (3.1 h). Scaled to a quiet day's peak of about 125 GFLOP/s: 1-1.5 h.
 
-Result (token accuracy in distribution / 2x / 4x / 8x, seed 0):
+Earlier protocol (2 layers, 500 steps, seed 0, no fit check; 12 min 50 s on the 2-core machine,
+shared with another sweep): token accuracy in distribution / 2x / 4x / 8x. These numbers come
+from runs that were not required to fit and do not compare with a rerun of the preset above:
 
     base     copy                  reverse               offset
     1e2      .99 /.07 /.06 /.07    1.0 /.23 /.08 /.08    1.0 /1.0 /.98 /.88
@@ -26,6 +31,7 @@ Result (token accuracy in distribution / 2x / 4x / 8x, seed 0):
     1e5      .99 /.06 /.07 /.06    .98 /.47 /.14 /.09    1.0 /.96 /.71 /.48
     1e6      1.0 /.06 /.06 /.07    .99 /.28 /.10 /.08    1.0 /.97 /.64 /.37
 
+What the earlier protocol showed (one seed, not rerun):
 - On offset, the task whose rule is a fixed relative distance, a small base extrapolates far
   better: base 100 keeps 99% exact match at 2x and 3x, 32% at 4x and 88% token accuracy at 8x,
   where the usual 1e4 has 5% exact match at 2x and 53% token accuracy at 8x. With a small base
@@ -38,11 +44,15 @@ Result (token accuracy in distribution / 2x / 4x / 8x, seed 0):
 
 from pe_research import encodings, tasks
 from pe_research.config import RunConfig
-from pe_research.sweeps.experiments import STANDARD_SCALES
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, STANDARD_SCALES
 
 BASES = (100.0, 1e3, 1e4, 1e5, 1e6)
 TASKS = ["copy", "reverse", "offset"]
-SCALES = STANDARD_SCALES
+SCALES = {
+    # The main job's recipe (experiments/default.py): 4 layers, until fit, at most 2,000 steps.
+    "cpu": (FIT_MODEL, FIT_TRAIN),
+    "gpu": STANDARD_SCALES["gpu"],
+}
 SEEDS = (0, 1, 2)
 
 

@@ -8,6 +8,7 @@ pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
 pe-research data build TASK --config NAME [--data-dir DIR] | data build text [--corpus FILE]
 pe-research tensorboard DIR...
+pe-research report RUNS_ROOT [--out docs]
 """
 
 from __future__ import annotations
@@ -161,11 +162,11 @@ def properties(
     output folder, for Pr3 (accuracy at 2x/4x/8x the training length). --max-position: N of
     Pr1/Pr2 (positions 0..N). --precision-positions: the low-precision study covers 0..this.
     """
-    from pe_research.essay import report
+    from pe_research.essay import report as essay_report
 
-    paths = report.run(
+    paths = essay_report.run(
         out,
-        [report.parse_encoding(spec) for spec in encodings],
+        [essay_report.parse_encoding(spec) for spec in encodings],
         results=results,
         max_position=max_position,
         demos=demos,
@@ -271,6 +272,19 @@ def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:
     print(f"Wrote {len(written)} event files. View them: tensorboard --logdir {paths[0]}")
 
 
+def report(root: tyro.conf.Positional[Path] = Path("runs"), out: Path = Path("docs")) -> None:
+    """Write the reproduction report OUT/reproductions.md (and its figures in
+    OUT/reproductions/): for each experiment that reproduces a paper and has finished runs under
+    ROOT (sweep folders ROOT/<experiment>[-<scale>]), the paper's headline figure beside ours,
+    the comparison, fit counts, seeds, the scale, a one-line verdict naming the differences that
+    remain, and the protocol table; all numbers read from the run directories.
+    """
+    from pe_research.sweeps import report as report_lib
+
+    written = report_lib.write(root, out)
+    print("Wrote " + ", ".join(str(p) for p in written))
+
+
 COMMANDS = {
     "train": train,
     "sweep": sweep,
@@ -280,6 +294,7 @@ COMMANDS = {
     "bench": bench,
     "data": data,
     "tensorboard": tensorboard,
+    "report": report,
 }
 
 
@@ -290,7 +305,7 @@ def main(argv: list[str] | None = None) -> None:
             prog="pe-research",
             description=(
                 "Positional encodings for transformers: train, sweep, plot, properties, analyze, "
-                "data, tensorboard."
+                "data, tensorboard, report."
             ),
             args=argv,
             config=(tyro.conf.OmitSubcommandPrefixes,),

@@ -104,7 +104,13 @@ class TrainConfig:
     """Sequences have 1..train_length data symbols, drawn uniformly per sequence."""
     learning_rate: float = 3e-3
     warmup_steps: int = 50
+    lr_schedule: Literal["cosine", "linear", "constant"] = "cosine"
+    """After the linear warm-up: cosine decay to 10% of the peak at `steps` (ours; Cho et al.'s
+    code), linear decay to 0 (the polynomial schedule of power 1 in Hugging Face's Trainer, as
+    Kazemnejad et al. train), or constant (Ruoss et al.'s Adam)."""
     weight_decay: float = 0.01
+    adam_b2: float = 0.999
+    """Adam's second-moment decay (Cho et al. use 0.95)."""
     grad_clip: float = 1.0
     log_every: int = 50
     length_buckets: int = 1
@@ -135,6 +141,8 @@ class TrainConfig:
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
     OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
+        "lr_schedule",
+        "adam_b2",
         "length_buckets",
         "steps_per_dispatch",
         "fit_threshold",
@@ -153,6 +161,17 @@ class TrainConfig:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}.")
+        schedules = typing.get_args(typing.get_type_hints(TrainConfig)["lr_schedule"])
+        if self.lr_schedule not in schedules:
+            raise ValueError(
+                f"train lr_schedule {self.lr_schedule!r} is not supported: set "
+                f"--train.lr-schedule to one of {', '.join(schedules)}."
+            )
+        if not 0.0 <= self.adam_b2 < 1.0:
+            raise ValueError(
+                f"train adam_b2={self.adam_b2} is outside [0, 1): set --train.adam-b2 to a decay "
+                "such as 0.999 (the default) or 0.95."
+            )
         G = self.length_buckets
         if self.train_length % G or self.batch_size % G:
             raise ValueError(
@@ -294,6 +313,7 @@ class RunConfig:
         self.train.check()
         self.eval.check()
         self.task.check()
+        self.task.check_lengths(self.train.train_length, self.eval_lengths)
         if self.train.length_buckets > 1 and not self.task.variable_length:
             raise ValueError(
                 f"task {self.task.name!r} draws every sequence with exactly train_length symbols, "

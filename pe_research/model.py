@@ -3,7 +3,9 @@
 The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
 unconditionally; it never asks which encoding it has. Attention layer i holds the encoding's
 `for_layer(i, num_layers)`: the encoding itself, or a per-layer mixture's member for layer i.
-Positions are an explicit input. Attention logits, softmax and output logits are float32.
+Attention hooks receive the layer's own parameters merged with the top-level ones (init_embed),
+so one table can serve every layer (T5's shared bias). Positions are an explicit input.
+Attention logits, softmax and output logits are float32.
 
 Mixed precision (`compute_dtype="bfloat16"`): parameters and the residual stream stay float32
 (so do LayerNorm and the encodings' angles and biases); activations and weights are cast to
@@ -85,14 +87,28 @@ class Attention(nnx.Module):
         # capture is a switch for analysis: on, attention runs in one call and is recorded.
         self.capture_attention = False
 
-    def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
-        return self.ragged(x_BLD, [(pos_BL, valid_BL)]).reshape(x_BLD.shape)
+    def __call__(
+        self,
+        x_BLD: jax.Array,
+        pos_BL: jax.Array,
+        valid_BL: jax.Array,
+        shared: dict[str, jax.Array] | None = None,
+    ) -> jax.Array:
+        return self.ragged(x_BLD, [(pos_BL, valid_BL)], shared).reshape(x_BLD.shape)
 
-    def ragged(self, x_ND: jax.Array, groups: list[tuple[jax.Array, jax.Array]]) -> jax.Array:
+    def ragged(
+        self,
+        x_ND: jax.Array,
+        groups: list[tuple[jax.Array, jax.Array]],
+        shared: dict[str, jax.Array] | None = None,
+    ) -> jax.Array:
         """Attention over several batches of different widths whose tokens are the rows of x_ND
         (group after group, each [B, L] row-major): the projections run once over all tokens,
-        attention and the hooks within each group, given its (pos_BL, valid_BL)."""
-        pe, norm = _read(self.pe), _read(self.norm)
+        attention and the hooks within each group, given its (pos_BL, valid_BL).
+
+        `shared`: the top-level encoding parameters (init_embed), read by the hooks beside the
+        layer's own (the model checks that their names do not clash)."""
+        pe, norm = {**(shared or {}), **_read(self.pe)}, _read(self.norm)
         D = x_ND.shape[-1]
         w_qkv_D3HK = self.w_qkv_D3HK[...]
         qkv_NX = _dense(x_ND, w_qkv_D3HK.reshape(D, -1), dtype=self.compute_dtype)
@@ -313,14 +329,24 @@ class Block(nnx.Module):
         self.norm_mlp = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.mlp = MLP(cfg, rngs=rngs)
 
-    def __call__(self, x_BLD: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array) -> jax.Array:
-        return self.ragged(x_BLD.reshape(-1, x_BLD.shape[-1]), [(pos_BL, valid_BL)]).reshape(
-            x_BLD.shape
-        )
+    def __call__(
+        self,
+        x_BLD: jax.Array,
+        pos_BL: jax.Array,
+        valid_BL: jax.Array,
+        shared: dict[str, jax.Array] | None = None,
+    ) -> jax.Array:
+        x_ND = x_BLD.reshape(-1, x_BLD.shape[-1])
+        return self.ragged(x_ND, [(pos_BL, valid_BL)], shared).reshape(x_BLD.shape)
 
-    def ragged(self, x_ND: jax.Array, groups: list[tuple[jax.Array, jax.Array]]) -> jax.Array:
+    def ragged(
+        self,
+        x_ND: jax.Array,
+        groups: list[tuple[jax.Array, jax.Array]],
+        shared: dict[str, jax.Array] | None = None,
+    ) -> jax.Array:
         """The block on the tokens of several groups at once (see Attention.ragged)."""
-        x_ND = x_ND + self.attn.ragged(self.norm_attn(x_ND), groups)
+        x_ND = x_ND + self.attn.ragged(self.norm_attn(x_ND), groups, shared)
         return x_ND + self.mlp(self.norm_mlp(x_ND))
 
 
@@ -340,6 +366,13 @@ class Transformer(nnx.Module):
         self.pe = _params(encoding.init_embed(rngs.params(), cfg.dims()))
         n = cfg.num_layers
         self.blocks = nnx.List([Block(cfg, encoding.for_layer(i, n), rngs=rngs) for i in range(n)])
+        for i, block in enumerate(self.blocks):
+            if clash := sorted(set(_read(self.pe)) & set(_read(block.attn.pe))):
+                raise ValueError(
+                    f"encoding {encoding.label()!r} names parameters {clash} both at the top level "
+                    f"(init_embed) and in layer {i} (init_layer); attention hooks read both, so "
+                    "the names must differ: rename one of them in the encoding."
+                )
         self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 
@@ -366,17 +399,18 @@ class Transformer(nnx.Module):
         one matmul per layer rather than one per bucket, and each token's numbers are those of
         its group run alone (up to float reassociation in the weight gradients).
         """
+        shared = _read(self.pe)
         xs, meta = [], []
         for tokens_BL, pos_BL, valid_BL in groups:
             if valid_BL is None:
                 valid_BL = jnp.ones(tokens_BL.shape, bool)
             x_BLD = jnp.take(self.embed_VD[...], tokens_BL, axis=0)
-            x_BLD = self.encoding.embed(_read(self.pe), x_BLD, pos_BL)
+            x_BLD = self.encoding.embed(shared, x_BLD, pos_BL)
             xs.append(x_BLD.reshape(-1, x_BLD.shape[-1]))
             meta.append((pos_BL, valid_BL))
         x_ND = xs[0] if len(xs) == 1 else jnp.concatenate(xs)
         for block in self.blocks:
-            x_ND = block.ragged(x_ND, meta)
+            x_ND = block.ragged(x_ND, meta, shared)
         x_ND = self.norm_out(x_ND)
         # float32 from the matmul's accumulator, not rounded through bfloat16.
         w_head_DV = self.w_head_DV[...]

@@ -198,11 +198,16 @@ class Coupled:
     sum of `addition` (its convention: tasks.Addition).
 
     The task gives each token its coupled position in Batch.coords ([B, L, 1]); the sampler adds
-    a random offset o ~ U{0..max_offset} per row to every real token, as the paper does in
-    training so that longer evaluations reuse trained positions (max_offset 0: none).
-    Evaluation keeps the coupling and drops the offset (eval.positions = "train" keeps it too).
-    Positions repeat and are not increasing (see the module docstring). On a task without
-    coupled positions the sampler is an error.
+    a random offset o per row to every real token, as the paper does in training so that longer
+    evaluations reuse trained positions. Two ways to draw it:
+    - `max_offset`: o ~ U{0..max_offset}, whatever the row's length;
+    - `position_limit`: o uniform over the offsets that keep the row's largest coupled position
+      at most position_limit, Cho et al.'s random start (HanseulJo/position-coupling,
+      src/data/addition.py, AdditionDatasetWithCoupledPositions: start ~ U[1, max_position -
+      len(answer)]), so every training row reaches the positions up to the limit.
+    Both 0: no offset. Evaluation keeps the coupling and drops the offset (eval.positions =
+    "train" keeps it too). Positions repeat and are not increasing (see the module docstring).
+    On a task without coupled positions the sampler is an error.
     """
 
     name: ClassVar[str] = "coupled"
@@ -210,9 +215,17 @@ class Coupled:
     task_axes: ClassVar[int | None] = 1
     increasing: ClassVar[bool] = False
     max_offset: int = 0
+    position_limit: int = 0
 
     def __post_init__(self):
         _check_int("coupled sampler max_offset", self.max_offset, minimum=0)
+        _check_int("coupled sampler position_limit", self.position_limit, minimum=0)
+        if self.max_offset and self.position_limit:
+            raise ValueError(
+                "the coupled sampler draws its offset one way: give max_offset (the same range "
+                "for every row) or position_limit (a range that keeps each row under the limit), "
+                f"not both (got {self.max_offset} and {self.position_limit})."
+            )
 
     def sample(
         self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
@@ -230,12 +243,20 @@ class Coupled:
                 "token (a grid's (row, col) are not one)."
             )
         B = valid_BL.shape[0]
-        offset_B1 = jax.random.randint(key, (B, 1), 0, self.max_offset + 1, dtype=jnp.int32)
-        return jnp.where(valid_BL, coords_BLA[..., 0] + offset_B1, 0).astype(jnp.int32)
+        coupled_BL = jnp.where(valid_BL, coords_BLA[..., 0], 0).astype(jnp.int32)
+        if self.position_limit:
+            # Offsets 0..limit - (row's largest position), each equally likely; a row already
+            # past the limit gets none (the run's check keeps that from happening).
+            room_B1 = jnp.maximum(self.position_limit - coupled_BL.max(1, keepdims=True), 0)
+            u_B1 = jax.random.uniform(key, (B, 1))
+            offset_B1 = jnp.minimum((u_B1 * (room_B1 + 1)).astype(jnp.int32), room_B1)
+        else:
+            offset_B1 = jax.random.randint(key, (B, 1), 0, self.max_offset + 1, jnp.int32)
+        return jnp.where(valid_BL, coupled_BL + offset_B1, 0).astype(jnp.int32)
 
     def max_position(self, width: int) -> int:
         # A task's coupled positions number groups of its tokens: each < width.
-        return self.max_offset + width - 1
+        return max(self.max_offset + width - 1, self.position_limit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -338,6 +359,14 @@ _REGISTRY: Registry[Sampler] = Registry(
     "position sampler",
     "option",
     (Contiguous, Offset, Randomized, Scaled, Grid, Coupled, Abacus, MRoPE),
+    hints={
+        "max_offset": (
+            "A random offset per sequence is an option of `offset` (contiguous positions "
+            "shifted by o ~ U{0..max_offset}) and of `coupled` (the task's coupled positions "
+            "shifted so) and of `abacus` (digit places shifted so): choose one of those, "
+            "e.g. `offset --max-offset 64`."
+        ),
+    },
 )
 names = _REGISTRY.names
 classes = _REGISTRY.classes

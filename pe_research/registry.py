@@ -11,10 +11,19 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Classes by their `name` class attribute; builds instances from names and options."""
 
-    def __init__(self, kind: str, option_word: str, classes: tuple[type[T], ...]):
+    def __init__(
+        self,
+        kind: str,
+        option_word: str,
+        classes: tuple[type[T], ...],
+        hints: dict[str, str] | None = None,
+    ):
         self.kind = kind  # "encoding", "task", "position sampler"
         self.option_word = option_word  # what the dataclass fields are called in messages
         self._classes = {cls.name: cls for cls in classes}
+        # Option -> what to choose instead, for an option that some classes take and others do
+        # not (an end token, a random offset): the error then says where the option lives.
+        self._hints = dict(hints or {})
 
     def names(self) -> list[str]:
         return list(self._classes)
@@ -32,9 +41,10 @@ class Registry(Generic[T]):
         known = sorted(f.name for f in dataclasses.fields(cls))
         unknown = sorted(set(options) - set(known))
         if unknown:
+            advice = "".join(f" {self._hints[o]}" for o in unknown if o in self._hints)
             raise ValueError(
                 f"{self.kind.capitalize()} {name!r} has no {self.option_word}(s) {unknown}; "
-                f"it takes: {known or 'none'}."
+                f"it takes: {known or 'none'}.{advice}"
             )
         return cls(**options)
 

@@ -46,7 +46,9 @@ def test_tasks_keeps_only_those_tasks_in_the_whole_sweeps_directories():
         experiments.experiment_runs(module, tasks=["copy", "add"])
 
 
-@pytest.mark.parametrize("name", ["mcgill", "randomized", "lm", "prope"])
+@pytest.mark.parametrize(
+    "name", ["mcgill", "randomized", "lm", "prope", "addition", "addition_hints"]
+)
 def test_paper_vs_here_reads_the_rows_of_its_own_runs(name):
     """Each reproduction's "paper vs here" section finds its runs among rows labelled as a sweep
     labels them, and reports every compared number (none left "not run")."""
@@ -71,7 +73,9 @@ def test_paper_vs_here_reads_the_rows_of_its_own_runs(name):
     text = module.paper_vs_here(rows)
     assert "not run" not in text and "no pair fit" not in text
     assert len(text.splitlines()) > 5
-    if name == "mcgill":  # the reciprocal ranks cover the tasks that have rows, and only those
-        assert "here: copy, count_copy, reverse, ranked" in text
-        partial = module.paper_vs_here([r for r in rows if r["task"] == "count_copy"])
-        assert "| count_copy | nope " in partial and "reciprocal rank" not in partial
+    if name == "mcgill":  # the reciprocal ranks need every task, and rank only the paper's five
+        assert "Mean reciprocal rank over (task, seed) queries of copy, count_copy" in text
+        assert "| t5 | 0.78 |" in text  # the paper's, recomputed on these three tasks
+        partial = module.paper_vs_here([r for r in rows if r["task"].startswith("count_copy")])
+        assert "| count_copy(alphabet=100) | nope " in partial
+        assert "reciprocal rank" not in partial

@@ -34,7 +34,8 @@ import numpy as np
 from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.training import evaluate
-from pe_research.training.step import bucket_widths, padded_tokens
+from pe_research.training.flops import train_step_flops
+from pe_research.training.step import padded_tokens
 
 # -- compile counting -------------------------------------------------------------------------
 
@@ -129,22 +130,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
     ),
 }
-
-
-def matmul_flops(cfg: RunConfig, width: int) -> float:
-    """Forward matmul FLOPs of one sequence of `width` tokens."""
-    m = cfg.model
-    L, D, F, V = width, m.d_model, m.mlp_dim, cfg.task.vocab_size
-    HK = m.num_heads * m.head_dim
-    per_layer = 2 * L * D * 3 * HK + 2 * L * HK * D + 2 * 2 * L * L * HK + 2 * 2 * L * D * F
-    return m.num_layers * per_layer + 2 * L * D * V
-
-
-def train_step_flops(cfg: RunConfig, num_models: int = 1) -> float:
-    """Matmul FLOPs of one training step (forward and backward), padding included: each length
-    bucket's sequences at its own width."""
-    per_bucket = cfg.train.batch_size // cfg.train.length_buckets
-    return 3 * sum(matmul_flops(cfg, w) * per_bucket for w in bucket_widths(cfg)) * num_models
 
 
 def real_tokens_per_sequence(cfg: RunConfig) -> float:

@@ -16,7 +16,7 @@ the same process (a large square matmul, `bench.measure_matmul_peak`):
                   heads, MLP 3072), batch 64, copy of 1..40 symbols, bf16 and fp32
 
 A workload that runs out of memory is recorded with its error and the suite goes on. FLOPs are
-bench.train_step_flops (matmuls only, padding included).
+training.flops.train_step_flops (matmuls only, padding included).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The model calls every hook of whatever encoding it holds and never asks which one it has:
 
-    init_embed(key, dims)                          -> params shared by the embedding hook
+    init_embed(key, dims)                          -> top-level params (embedding, shared by layers)
     init_layer(key, dims)                          -> params of one attention layer
     embed(params, x_BLD, pos_BL)                   -> x_BLD        (after the token embedding)
     rotate(params, q_BLHK, k_BMHK, qpos, kpos)     -> q_BLHK, k_BMHK (in every attention layer)
@@ -17,6 +17,11 @@ caller; `pos_BL` may carry a trailing axis for n-D encodings.
 `for_layer` is asked once per layer when the model is built: an encoding is its own encoding in
 every layer, and a per-layer mixture (mixture.py) answers with one of its members. The embedding
 hooks stay the top-level encoding's.
+
+Parameters: `embed` gets the top-level parameters (init_embed); `rotate` and `bias` get the
+layer's own (init_layer) merged with the top-level ones, so a parameter that every layer shares
+lives in init_embed (T5's one relative-bias table, `t5 shared=True`). The two must not use the
+same name (the model refuses a clash).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Relative encodings that add a bias to the attention logits (the `bias` hook).
 
 Every bias here is a function of key position minus query position, computed in float32 and
-returned broadcastable to logits_BHLM. The model adds it after scaling q.k by head_dim**-0.5.
+returned broadcastable to logits_BHLM. The model adds it after scaling q.k by head_dim**-0.5
+(T5 with scaled=False undoes that scaling in its rotate hook).
 FIRE and Transformer-XL, whose biases are learned functions, are in learned_bias.py.
 """
 
@@ -121,10 +122,24 @@ class T5Bias(Encoding):
 
     Buckets by `t5_relative_bucket`. The scheme follows the model: a causal model gets the
     unidirectional scheme, a bidirectional one the scheme with half the buckets per direction.
-    The bias hook does not see `Dims`, so `init_layer` records the choice in the name of the
-    table (`table_NH` vs `bidirectional_table_NH`). T5 shares one table across layers; here each
-    layer has its own (our convention, like every other per-layer encoding). The bias is added
-    after the model's head_dim**-0.5 scaling (T5 itself does not scale logits).
+    The bias hook does not see `Dims`, so the init hook records the choice in the name of the
+    table (`table_NH` vs `bidirectional_table_NH`).
+
+    Two conventions, each an option:
+    - `shared`: False (our default): each layer learns its own table, like every other per-layer
+      encoding. True: one table, made by `init_embed` and read by every layer's bias hook (the
+      model hands attention hooks the top-level parameters; encodings/base.py), as T5 computes
+      the bias in its first layer and passes it to the others (transformers' T5Stack;
+      Kazemnejad et al.'s decoder, McGill-NLP/length-generalization,
+      src/models/custom_t5_decoder_only.py: `has_relative_attention_bias=bool(i == 0)`).
+    - `scaled`: True (our default): the bias adds to the model's logits q.k / sqrt(head_dim).
+      False: to the unscaled q.k, as in T5, whose attention never divides by sqrt(d_kv) (the same
+      file, CustomT5Attention: `scores = matmul(q, k^T)`). The `rotate` hook multiplies q by
+      sqrt(head_dim), which the model's scaling then cancels. T5 instead initialises W_q with
+      std (d_model d_kv)^-0.5 ("Mesh TensorFlow initialization"), so its unscaled logits start
+      at the size of scaled ones; here W_q keeps the model's initialisation and the unscaled
+      logits start sqrt(head_dim) larger.
+    The paper's T5 is `t5(shared=True, scaled=False)`.
     """
 
     name = "t5"
@@ -132,8 +147,15 @@ class T5Bias(Encoding):
     needs_increasing_positions = True
     num_buckets: int = 32
     max_distance: int = 128
+    shared: bool = False
+    scaled: bool = True
 
     def check(self, dims: Dims, max_position: int) -> None:
+        for option in ("shared", "scaled"):
+            if not isinstance(getattr(self, option), bool):
+                raise ValueError(
+                    f"t5 {option} must be true or false, got {getattr(self, option)!r}."
+                )
         t5_relative_bucket(
             jnp.zeros((), jnp.int32),
             bidirectional=not dims.causal,
@@ -141,9 +163,28 @@ class T5Bias(Encoding):
             max_distance=self.max_distance,
         )
 
-    def init_layer(self, key: jax.Array, dims: Dims) -> Params:
+    def _table(self, key: jax.Array, dims: Dims) -> Params:
         table = jax.random.normal(key, (self.num_buckets, dims.num_heads)) * dims.d_model**-0.5
         return {_T5_CAUSAL_TABLE if dims.causal else _T5_BIDIRECTIONAL_TABLE: table}
+
+    def init_embed(self, key: jax.Array, dims: Dims) -> Params:
+        return self._table(key, dims) if self.shared else {}
+
+    def init_layer(self, key: jax.Array, dims: Dims) -> Params:
+        return {} if self.shared else self._table(key, dims)
+
+    def rotate(
+        self,
+        params: Params,
+        q_BLHK: jax.Array,
+        k_BMHK: jax.Array,
+        qpos_BL: jax.Array,
+        kpos_BM: jax.Array,
+    ) -> tuple[jax.Array, jax.Array]:
+        if self.scaled:
+            return q_BLHK, k_BMHK
+        # The model divides q.k by sqrt(K); multiplying q by it first leaves q.k unscaled.
+        return (q_BLHK * math.sqrt(q_BLHK.shape[-1])).astype(q_BLHK.dtype), k_BMHK
 
     def bias(
         self,

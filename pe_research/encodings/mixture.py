@@ -9,7 +9,8 @@ NoPE layer in four, as Llama 4 and Command A do.
 Conventions:
 - The embedding hooks (init_embed, embed) are the top-level encoding's, and a mixture has none:
   `check` refuses members with an embedding hook (sinusoidal, learned, ...), since they would
-  add their vectors to the residual stream of every layer, not of their own.
+  add their vectors to the residual stream of every layer, not of their own, and members with
+  top-level parameters (t5 shared=True), which a mixture would not create.
 - Called directly (a single layer probed alone, as the property report and the dog-sentence
   demonstration do), a mixture's hooks are those of its layer-0 member.
 - Every member takes the same positions: members must agree on `position_axes`.
@@ -62,12 +63,14 @@ class LayerMixture(Encoding, abc.ABC):
                     f"{self.name}: member {m.label()!r} is itself a per-layer mixture; list its "
                     "members in this mixture's layers instead."
                 )
-            cls = type(m)
-            if cls.embed is not Encoding.embed or cls.init_embed is not Encoding.init_embed:
+            # Shapes only: whether the member keeps top-level parameters (t5 shared=True does).
+            top_level = jax.eval_shape(lambda m=m: m.init_embed(jax.random.key(0), dims))
+            if type(m).embed is not Encoding.embed or top_level:
                 raise ValueError(
-                    f"{self.name}: member {m.name!r} adds its vectors to the token embedding, "
-                    "which every layer shares, so it cannot serve some layers only: mix "
-                    "encodings that act in attention (rotate or bias), such as rope, nope, alibi."
+                    f"{self.name}: member {m.label()!r} adds its vectors to the token embedding "
+                    "or keeps parameters that every layer shares, so it cannot serve some layers "
+                    "only: mix encodings that act in attention with per-layer parameters (rotate "
+                    "or bias), such as rope, nope, alibi, t5."
                 )
         axes = {m.name: m.position_axes for m in members}
         if len(set(axes.values())) > 1:

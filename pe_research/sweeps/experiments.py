@@ -2,11 +2,13 @@
 run configs; the presets its scales share.
 
 An experiment file's docstring gives the exact command, the runtime and the result of a real
-run. `SCALES` maps a scale name (`cpu`, the default, and `gpu`) to its preset; experiments that
-study length generalization at the standard size use `STANDARD_SCALES`. An experiment that
-reproduces a paper may define `paper_vs_here(rows) -> str`: a markdown section setting the
-paper's numbers beside the sweep's (see `summary.published_table`), printed by the sweep and
-written to its summary.md.
+run. `SCALES` maps a scale name (`cpu`, the default, `gpu`, and `paper` for a reproduction at
+the paper's size) to its preset; experiments that study length generalization at the standard
+size use `STANDARD_SCALES`. An experiment that reproduces a paper defines `PROTOCOL`
+(sweeps.protocol.Protocol: the paper's protocol beside ours, every difference with its reason;
+its text is in the docstring) and may define `paper_vs_here(rows) -> str`: a markdown section
+setting the paper's numbers beside the sweep's (see `summary.published_table`), printed by the
+sweep and written to its summary.md after the protocol table.
 """
 
 from __future__ import annotations
@@ -67,6 +69,21 @@ def gpu_train(**changes) -> TrainConfig:
     return dataclasses.replace(GPU_TRAIN, **changes)
 
 
+PAPER = "paper"
+"""The scale that runs a paper's protocol at the paper's size (model, optimisation, data and
+evaluation as published), where an experiment has one; its docstring's protocol table says what
+still differs."""
+
+
+def with_paper_scale(folder: Path = Path("experiments")) -> list[str]:
+    """The experiments in `folder` that define a `paper` scale."""
+    names = []
+    for path in sorted(folder.glob("*.py")):
+        if path.stem != "__init__" and PAPER in getattr(load_experiment(str(path)), "SCALES", {}):
+            names.append(path.stem)
+    return names
+
+
 def load_experiment(name_or_path: str) -> ModuleType:
     """An experiment module, by path (`experiments/default.py`) or by name (`default`),
     looked up in ./experiments/."""
@@ -96,6 +113,13 @@ def experiment_runs(
         configs = list(module.runs())
     elif "scale" in inspect.signature(module.runs).parameters:
         presets = getattr(module, "SCALES", None)
+        if scale == PAPER and (presets is None or PAPER not in presets):
+            raise ValueError(
+                f"{module.__file__} has no `{PAPER}` scale: it does not reproduce a paper at the "
+                f"paper's size (its scales: {', '.join(presets or ['cpu'])}). Experiments with "
+                f"one: {', '.join(with_paper_scale()) or 'none'}; or pass one of its own scales "
+                "to --scale."
+            )
         if presets is not None and scale not in presets:
             raise ValueError(
                 f"{module.__file__} has no scale {scale!r}; it has: {', '.join(presets)}. Pass "

@@ -231,6 +231,32 @@ FIGURES = {"lines": extrapolation_figure, "heatmap": heatmap_figure}
 FIGURE_STEMS = {"lines": "extrapolation", "heatmap": "heatmap"}
 
 
+Series = tuple[str, list[int], list[float], bool]
+"""(label, lengths, values, is_paper): one line of a reproduction's headline figure."""
+
+
+def headline_figure(panels: dict[str, list[Series]]) -> Figure:
+    """A paper's figure on our axes: one panel per title, each series a line, the paper's
+    dashed with open markers and ours solid, one colour per label across the two."""
+    titles = list(panels)
+    fig, axes = _panels(len(titles), 4.2, 3.4, sharey=True)
+    labels = sorted({s[0] for series in panels.values() for s in series})
+    colors = {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(labels)}
+    for ax, title in zip(axes[0], titles, strict=True):
+        for label, xs, ys, is_paper in panels[title]:
+            ax.plot(xs, ys, color=colors[label], linestyle="--" if is_paper else "-",
+                    marker="o", markersize=3 if len(xs) > 1 else 6, linewidth=1.2,
+                    markerfacecolor="none" if is_paper else colors[label],
+                    label=f"{label} ({'paper' if is_paper else 'here'})")  # fmt: skip
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("evaluation length")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="best")
+    axes[0][0].set_ylim(-0.03, 1.03)
+    fig.tight_layout()
+    return fig
+
+
 def save(fig: Figure, path) -> None:
     """Save a figure (format from the suffix: .png, .pdf, .svg)."""
     fig.savefig(path, dpi=130)

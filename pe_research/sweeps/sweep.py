@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from pe_research import metrics, runs, train
 from pe_research.config import RunConfig, encoding_label, task_label
-from pe_research.sweeps import experiments, grouping, plotting, summary
+from pe_research.sweeps import cost, experiments, grouping, plotting, summary
 from pe_research.sweeps.grouping import group_by_seed, shard_of, split_reasons
 from pe_research.training import evaluate
 
@@ -317,6 +317,7 @@ def run_experiment(
     metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
     out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
     configs = experiments.experiment_runs(module, scale, tasks)
+    print(cost.estimate(configs).text())
     if workers > 1 and (shard is not None or jax.process_count() > 1):
         raise ValueError(
             "--workers starts processes on this machine that share the whole sweep; it does not "
@@ -373,6 +374,8 @@ def run_experiment(
     if efficiency := summary.steps_to_fit_table(rows):
         print("Steps to fit (train.stop_when_fit):\n" + efficiency)
     published = module.paper_vs_here(rows) if hasattr(module, "paper_vs_here") else ""
+    if (protocol := getattr(module, "PROTOCOL", None)) is not None:
+        published = protocol.markdown(ran=scale or "cpu") + "\n" + published
     if published:
         print("Paper vs here:\n" + published)
     written = []

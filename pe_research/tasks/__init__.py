@@ -48,6 +48,13 @@ _REGISTRY: Registry[Task] = Registry(
         LocalCount,
         Video,
     ),
+    hints={
+        "end_token": (
+            "An end token ends a finite answer: it is an option of copy, reverse, duplicate and "
+            "addition (count_copy always ends with END); offset and byte_lm predict a stream "
+            "with no end and grid a fixed block: drop end_token, or choose one of those tasks."
+        ),
+    },
 )
 names = _REGISTRY.names
 classes = _REGISTRY.classes

@@ -52,22 +52,50 @@ class _ReversedArithmetic(Task, abc.ABC):
     """`a_0 .. a_n-1 OP b_0 .. b_n-1 SEP c_0 .. c_m-1`: two n-digit operands, least significant
     digit first, in base `alphabet`, and m(n) result digits; the machinery addition and
     multiplication share (layout, coupled positions, decoder and encoder forms). Vocabulary:
-    digits 0..alphabet-1, PAD, SEP, BLANK, OP, then a subclass's own tokens."""
+    digits 0..alphabet-1, PAD, SEP, BLANK, OP, then a subclass's own tokens, then END.
+
+    `reversed_operands`: True (default) writes a and b least significant digit first, like the
+    result; False writes them most significant digit first and only the result reversed (Cho et
+    al.'s addition format, configs/task/addition_coupled.yaml: reverse_input False,
+    reverse_output True). Hints and coupled positions follow each digit's significance either
+    way. `end_token`: END after the result, scored like its digits (Cho et al.: `eos: True` in
+    the same file); its coupled position is 0, like OP and SEP.
+    """
 
     alphabet: int = 10
+    reversed_operands: bool = True
+    end_token: bool = False
 
     @property
     def operator(self) -> int:
         return self.alphabet + 3
 
     @property
+    def own_tokens(self) -> int:
+        """How many tokens a subclass adds after OP (addition's hints)."""
+        return 0
+
+    @property
+    def end(self) -> int:
+        """END, after the subclass's tokens (in the vocabulary only with end_token)."""
+        return self.alphabet + 4 + self.own_tokens
+
+    @property
     def vocab_size(self) -> int:
-        return self.alphabet + 4
+        return self.end + (1 if self.end_token else 0)
 
     @property
     def unit(self) -> int:
         """Tokens per digit (2 when a hint token precedes each digit)."""
         return 1
+
+    def check(self) -> None:
+        super().check()
+        for name in ("reversed_operands", "end_token"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"{self.name} {name} must be true or false, got {getattr(self, name)!r}."
+                )
 
     @abc.abstractmethod
     def result_digits(self, n: Any) -> Any:
@@ -77,36 +105,44 @@ class _ReversedArithmetic(Task, abc.ABC):
     def result(self, a_BT: jax.Array, b_BT: jax.Array) -> jax.Array:
         """The result's digits, least significant first, from the operands' ([B, T] each)."""
 
-    def digit_tokens(self, digit_BT: jax.Array, k_BT: jax.Array, hint_BT: jax.Array) -> jax.Array:
-        """The token of each number position: its digit (a subclass may put hints there)."""
+    def digit_tokens(
+        self, key: jax.Array, digit_BT: jax.Array, k_BT: jax.Array, hint_BT: jax.Array
+    ) -> jax.Array:
+        """The token of each number position: its digit (a subclass may put hints there, drawn
+        with `key` where they are random)."""
         return digit_BT
 
     def seq_len(self, length: int, causal: bool) -> int:
-        total = (2 * length + self.result_digits(length)) * self.unit + 2
+        total = (2 * length + self.result_digits(length)) * self.unit + 2 + int(self.end_token)
         return total - 1 if causal else total
 
     def layout(self, n_B1: jax.Array, T: int) -> dict[str, jax.Array]:
         """Where each token of [B, T] lies: operand a, b or result c, the significance k of its
-        digit, whether it is a hint, and the index of OP, SEP and the end of the sequence."""
+        digit, whether it is a hint, and the index of OP, SEP, END (-1 without end_token) and
+        the end of the sequence."""
         u = self.unit
         i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
         op_B1 = n_B1 * u
         sep_B1 = 2 * n_B1 * u + 1
-        end_B1 = sep_B1 + 1 + self.result_digits(n_B1) * u
+        after_c_B1 = sep_B1 + 1 + self.result_digits(n_B1) * u  # one past the result's last token
         in_a = i_1T < op_B1
         in_b = (i_1T > op_B1) & (i_1T < sep_B1)
-        in_c = (i_1T > sep_B1) & (i_1T < end_B1)
+        in_c = (i_1T > sep_B1) & (i_1T < after_c_B1)
         r_BT = i_1T - jnp.where(in_a, 0, jnp.where(in_b, op_B1 + 1, sep_B1 + 1))
+        k_BT = r_BT // u
+        if not self.reversed_operands:  # a and b most significant digit first
+            k_BT = jnp.where(in_a | in_b, n_B1 - 1 - k_BT, k_BT)
         return {
             "i": i_1T,
             "in_a": in_a,
             "in_b": in_b,
             "in_c": in_c,
-            "k": r_BT // u,
+            "k": k_BT,
             "hint": (r_BT % u == 0) & (u == 2),
             "op": op_B1,
             "sep": sep_B1,
-            "end": end_B1,
+            "end_token": after_c_B1 if self.end_token else jnp.full_like(after_c_B1, -1),
+            "end": after_c_B1 + int(self.end_token),
         }
 
     def _build(self, key: jax.Array, n_B: jax.Array, width: int, causal: bool) -> Batch:
@@ -128,12 +164,17 @@ class _ReversedArithmetic(Task, abc.ABC):
             jnp.where(at["in_b"], gather_BL(b_BT, k_BT, number), gather_BL(c_BT, k_BT, number)),
         )
         i = at["i"]
+        is_end = i == at["end_token"]
         special = jnp.where(
-            i == at["op"], self.operator, jnp.where(i == at["sep"], self.sep, self.pad)
+            i == at["op"],
+            self.operator,
+            jnp.where(i == at["sep"], self.sep, jnp.where(is_end, self.end, self.pad)),
         )
-        digit_or_hint = self.digit_tokens(digit_BT, k_BT, at["hint"])
+        # Hints draw from a key of their own, so the digits drawn for every other option stay
+        # as they were (and the frozen evaluation sets with them).
+        digit_or_hint = self.digit_tokens(jax.random.fold_in(key, 1), digit_BT, k_BT, at["hint"])
         seq_BT = jnp.where(number, digit_or_hint, special).astype(jnp.int32)
-        answer_BT = at["in_c"] & ~at["hint"]
+        answer_BT = (at["in_c"] & ~at["hint"]) | is_end
         i_1L = i[:, :width]
         # A decoder reads every token but the last (the last is only a target).
         valid_BL = jnp.broadcast_to(i_1L < at["end"] - (1 if causal else 0), (B, width))
@@ -175,7 +216,14 @@ class Addition(_ReversedArithmetic):
     never scored (an encoder keeps them and blanks only the digits). The hint alphabet is fixed
     at `hints` tokens, so n + 1 <= hints or the run is refused; raise `hints` to the longest
     evaluated digit count + 1. Hints beyond the training length then appear only at evaluation
-    (rows of the embedding table that training never updated).
+    (rows of the embedding table that training never updated), unless `hint_offset` > 0: each
+    training sequence then starts its hints at a random h_o, o ~ U{0..hint_offset} (digit k
+    gets h_{o+k}), so that training reaches the hints of longer numbers; evaluation
+    (`held_out`) starts at h_0. Cho et al.'s code samples index hints so (HanseulJo/
+    position-coupling, src/data/addition.py, AdditionDatasetWithIndexHints: a random start per
+    example in training, a fixed one at evaluation); training needs n + 1 + hint_offset <= hints.
+
+    `reversed_operands` and `end_token`: see the base (Cho et al.'s format).
 
     Coupled positions (Cho et al., 2024, arXiv 2405.20671, "Position Coupling"), given to the
     `coupled` position sampler in Batch.coords ([B, L, 1]): the digit of significance k of a, b
@@ -189,21 +237,29 @@ class Addition(_ReversedArithmetic):
     position_axes = 1
     index_hints: bool = False
     hints: int = 256
+    hint_offset: int = 0
 
     @property
     def plus(self) -> int:
         return self.operator
 
     def hint(self, k: Any) -> Any:
-        """The hint token of significance k."""
+        """The hint token of significance k (of o + k with a hint offset o)."""
         return self.alphabet + 4 + k
 
-    def digit_tokens(self, digit_BT: jax.Array, k_BT: jax.Array, hint_BT: jax.Array) -> jax.Array:
-        return jnp.where(hint_BT, self.hint(k_BT), digit_BT)
+    def digit_tokens(
+        self, key: jax.Array, digit_BT: jax.Array, k_BT: jax.Array, hint_BT: jax.Array
+    ) -> jax.Array:
+        o_B1 = jax.random.randint(key, (digit_BT.shape[0], 1), 0, self.hint_offset + 1, jnp.int32)
+        return jnp.where(hint_BT, self.hint(k_BT + o_B1), digit_BT)
 
     @property
-    def vocab_size(self) -> int:
-        return self.alphabet + 4 + (self.hints if self.index_hints else 0)
+    def own_tokens(self) -> int:
+        return self.hints if self.index_hints else 0
+
+    def held_out(self) -> Addition:
+        # Evaluation (and the fit check) start every number's hints at h_0.
+        return dataclasses.replace(self, hint_offset=0)
 
     @property
     def unit(self) -> int:
@@ -218,6 +274,24 @@ class Addition(_ReversedArithmetic):
             )
         if isinstance(self.hints, bool) or not isinstance(self.hints, int) or self.hints < 2:
             raise ValueError(f"addition hints must be an integer >= 2, got {self.hints!r}.")
+        offset = self.hint_offset
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(f"addition hint_offset must be an integer >= 0, got {offset!r}.")
+        if offset and not self.index_hints:
+            raise ValueError(
+                f"addition hint_offset={offset} shifts the index hints, but index_hints is off: "
+                "set --index-hints, or drop --hint-offset."
+            )
+
+    def check_lengths(self, train_length: int, eval_lengths: tuple[int, ...]) -> None:
+        """Training draws hints up to h_{n + hint_offset}: they must exist."""
+        need = train_length + 1 + self.hint_offset
+        if self.index_hints and self.hint_offset and need > self.hints:
+            raise ValueError(
+                f"addition with hint_offset={self.hint_offset}: {train_length}-digit training "
+                f"operands reach hint h_{need - 1}, but the hint alphabet has hints={self.hints} "
+                f"tokens; raise hints to at least {need}, or lower hint_offset."
+            )
 
     def seq_len(self, length: int, causal: bool) -> int:
         if self.index_hints and length + 1 > self.hints:

@@ -71,6 +71,11 @@ class Task(abc.ABC):
         if self.alphabet < 2:
             raise ValueError(f"task alphabet must be >= 2 symbols, got {self.alphabet}.")
 
+    def check_lengths(self, train_length: int, eval_lengths: tuple[int, ...]) -> None:
+        """Raise ValueError, naming the option to change, if this task cannot serve a run that
+        trains on 1..train_length and evaluates at eval_lengths (any lengths, by default)."""
+        return None
+
     def held_out(self) -> Task:
         """The task that evaluation samples: this one (fresh samples are unseen data), or for a
         corpus its validation split."""

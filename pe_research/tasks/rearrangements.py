@@ -15,7 +15,39 @@ from pe_research.tasks.base import Batch, PromptAnswer, Task, gather_BL
 
 @dataclasses.dataclass(frozen=True)
 class _Rearrangement(PromptAnswer):
-    """An answer that is a fixed rearrangement of the prompt, given by `answer_source`."""
+    """An answer that is a fixed rearrangement of the prompt, given by `answer_source`.
+
+    `end_token`: the answer ends with END, scored like its other tokens, as every target of
+    Kazemnejad et al. (2023) ends with the decoder's end-of-sequence token (their data:
+    McGill-NLP/length-generalization, scripts/dataset_builders/make_copy_dataset.py and
+    make_reverse_dataset.py; the tokenizer appends it). A decoder then has to say where its
+    answer stops; an encoder fills END into the BLANK after the answer. END is the token after
+    the specials (alphabet + 3), as in count_copy.
+    """
+
+    end_token: bool = False
+
+    @property
+    def end(self) -> int:
+        return self.alphabet + 3
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + (4 if self.end_token else 3)
+
+    def check(self) -> None:
+        super().check()
+        if not isinstance(self.end_token, bool):
+            raise ValueError(
+                f"{self.name} end_token must be true or false, got {self.end_token!r}."
+            )
+
+    def content_length(self, n: Any) -> Any:
+        """Answer tokens before END: the rearranged symbols."""
+        return n
+
+    def answer_length(self, n: Any) -> Any:
+        return self.content_length(n) + (1 if self.end_token else 0)
 
     @abc.abstractmethod
     def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:
@@ -24,12 +56,14 @@ class _Rearrangement(PromptAnswer):
     def answer(
         self, x_BT: jax.Array, j_BT: jax.Array, n_B1: jax.Array, in_answer_BT: jax.Array
     ) -> jax.Array:
-        return gather_BL(x_BT, self.answer_source(j_BT, n_B1), in_answer_BT)
+        content_BT = j_BT < self.content_length(n_B1)
+        symbols_BT = gather_BL(x_BT, self.answer_source(j_BT, n_B1), in_answer_BT & content_BT)
+        return jnp.where(content_BT, symbols_BT, self.end)
 
 
 @dataclasses.dataclass(frozen=True)
 class Copy(_Rearrangement):
-    """Copy: `x_1..x_n SEP x_1..x_n`."""
+    """Copy: `x_1..x_n SEP x_1..x_n` (then END with `end_token`)."""
 
     name = "copy"
 
@@ -39,7 +73,7 @@ class Copy(_Rearrangement):
 
 @dataclasses.dataclass(frozen=True)
 class Reverse(_Rearrangement):
-    """Reverse: `x_1..x_n SEP x_n..x_1`."""
+    """Reverse: `x_1..x_n SEP x_n..x_1` (then END with `end_token`)."""
 
     name = "reverse"
 
@@ -51,12 +85,13 @@ class Reverse(_Rearrangement):
 class Duplicate(_Rearrangement):
     """Duplicate string (Ruoss et al., 2023): `x_1..x_n SEP x_1..x_n x_1..x_n`.
 
-    The answer has 2n tokens, so a length-n sequence takes 3n positions (3n + 1 in an encoder).
+    The answer has 2n tokens (2n + 1 with `end_token`), so a length-n sequence takes 3n
+    positions (3n + 1 in an encoder).
     """
 
     name = "duplicate"
 
-    def answer_length(self, n: Any) -> Any:
+    def content_length(self, n: Any) -> Any:
         return 2 * n
 
     def answer_source(self, j_BT: jax.Array, n_B1: jax.Array) -> jax.Array:

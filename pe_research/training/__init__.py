@@ -9,6 +9,7 @@ directories, checkpoints and per-length evaluation.
     run_log.py      each run's metrics.jsonl and failure state
     checkpoints.py  orbax checkpoints of a run
     evaluate.py     per-length metrics on length buckets
+    flops.py        analytic matmul FLOPs of a step, an evaluation, a fit check
 """
 
 from pe_research.training.loop import CHECKPOINT_EVERY, compile_group, train, train_group

@@ -41,8 +41,28 @@ def keys_from_seed(seed: int) -> Keys:
     return Keys(*jax.random.split(jax.random.key(seed), 3))
 
 
+def make_schedule(cfg: TrainConfig) -> optax.Schedule:
+    """Linear warm-up from 0, then `cfg.lr_schedule`: cosine to 10% of the peak at `steps`,
+    linear to 0 at `steps`, or constant. The peak `cfg.learning_rate` may be a traced value
+    (runs packed with different rates, training.hyperparameters): the shape of the schedule is
+    built at peak 1 and scaled."""
+    warmup = min(cfg.warmup_steps, cfg.steps - 1)
+    if cfg.lr_schedule == "cosine":
+        after = optax.cosine_decay_schedule(1.0, cfg.steps - warmup, alpha=0.1)
+    elif cfg.lr_schedule == "linear":
+        after = optax.linear_schedule(1.0, 0.0, cfg.steps - warmup)
+    else:
+        after = optax.constant_schedule(1.0)
+    unit = optax.join_schedules([optax.linear_schedule(0.0, 1.0, warmup), after], [warmup])
+
+    def schedule(count: jax.Array) -> jax.Array:
+        return cfg.learning_rate * unit(count)
+
+    return schedule
+
+
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
-    """AdamW with linear warmup, cosine decay to 10% and global-norm gradient clipping; weight
+    """AdamW (b2 = `cfg.adam_b2`) on `make_schedule`, with global-norm gradient clipping; weight
     decay on matrices (parameters of 2 or more axes) only. The learning rate, weight decay and
     clipping norm may be traced values.
 
@@ -51,20 +71,10 @@ def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     reassociation), in a few fused operations instead of several per parameter, which on CPU
     cost more than the arithmetic for small models.
     """
-    # The schedule is proportional to the peak rate: one of peak 1 times learning_rate, so the
-    # rate may be a traced value (runs packed with different rates, training.hyperparameters).
-    unit = optax.warmup_cosine_decay_schedule(
-        init_value=0.0,
-        peak_value=1.0,
-        warmup_steps=min(cfg.warmup_steps, cfg.steps - 1),
-        decay_steps=cfg.steps,
-        end_value=0.1,
+    schedule = make_schedule(cfg)
+    adam = optax.chain(
+        optax.clip_by_global_norm(cfg.grad_clip), optax.scale_by_adam(b2=cfg.adam_b2)
     )
-
-    def schedule(count: jax.Array) -> jax.Array:
-        return cfg.learning_rate * unit(count)
-
-    adam = optax.chain(optax.clip_by_global_norm(cfg.grad_clip), optax.scale_by_adam())
     learning_rate = optax.scale_by_learning_rate(schedule)
 
     def init(params: Any) -> Any:

@@ -1,0 +1,144 @@
+"""The reproduction report: one markdown page that sets, for each paper an experiment reproduces,
+its headline figure beside ours on the same axes, the protocol table, fit counts, seeds, the
+scale run, and a one-line verdict naming the differences that remain, with when, from which
+code and on which machine the runs were made.
+
+    pe-research report RUNS_ROOT --out docs/
+
+Every number comes from the run directories under RUNS_ROOT (the sweep folders
+`RUNS_ROOT/<experiment>` and `RUNS_ROOT/<experiment>-<scale>`, as `pe-research sweep` names
+them) through the experiment's own `paper_vs_here` and `headline`; the paper's numbers are the
+experiment's cited data. Nothing is typed into the page.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pe_research import runs
+from pe_research.runs import provenance
+from pe_research.sweeps import experiments, plotting, summary
+
+PAGE = "reproductions.md"
+FIGURES = "reproductions"
+
+
+def reproductions(folder: Path = Path("experiments")) -> list[tuple[str, ModuleType]]:
+    """(name, module) of every experiment in `folder` that reproduces a paper (has PROTOCOL)."""
+    out = []
+    for path in sorted(folder.glob("*.py")):
+        module = experiments.load_experiment(str(path))
+        if getattr(module, "PROTOCOL", None) is not None:
+            out.append((path.stem, module))
+    return out
+
+
+def sweeps(root: Path, name: str, module: ModuleType) -> Iterator[tuple[str, Path]]:
+    """(scale, folder) of each sweep of the experiment found under `root`."""
+    for scale in getattr(module, "SCALES", {"cpu": None}):
+        names = [name, f"{name}-cpu"] if scale == "cpu" else [f"{name}-{scale}"]
+        for folder in (root / n for n in names):
+            if folder.is_dir():
+                yield scale, folder
+
+
+def provenance_lines(dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
+    """When the runs finished, from which code, on which machines."""
+    done = [d / runs.DONE for d in dirs if (d / runs.DONE).exists()]
+    days = sorted(
+        datetime.datetime.fromtimestamp(p.stat().st_mtime, datetime.UTC).date() for p in done
+    )
+    machines = sorted(
+        {f"{v.get('platform', '?')} ({v.get('device', '?')})"
+         for v in (runs.read_versions(d) for d in dirs)}
+    )  # fmt: skip
+    codes = sorted({r.get("code", "unknown") for r in rows})
+    seeds = sorted({r["seed"] for r in rows})
+    fit, judged = summary.fit_count(rows)
+    when = f"{days[0]} to {days[-1]}" if days else "unknown"
+    return [
+        f"- Runs: {len({r['run'] for r in rows})} ({fit} of {judged} with a fit verdict fit), "
+        f"seeds {', '.join(map(str, seeds))}; finished {when} (UTC).",
+        f"- Code: {'; '.join(codes)}.",
+        f"- Machine: {', '.join(machines)}.",
+    ]
+
+
+def verdict(module: ModuleType, scale: str, rows: list[dict[str, Any]]) -> str:
+    """One line: fit counts and the protocol's remaining differences at this scale."""
+    fit, judged = summary.fit_count(rows)
+    differences = [f"{r.aspect} / {r.item}" for r in module.PROTOCOL.differences(scale)]
+    return (
+        f"Verdict: at the `{scale}` scale {fit} of {judged} runs fit; the numbers above differ "
+        f"from the paper's protocol in: {', '.join(differences) or 'nothing'} (table below)."
+    )
+
+
+def section(
+    name: str, module: ModuleType, scale: str, folder: Path, figures: Path
+) -> tuple[str, list[Path]]:
+    """The markdown of one sweep, and the figure it wrote."""
+    dirs = runs.finished_runs(folder)
+    rows = summary.finished_rows(dirs)
+    if not rows:
+        return "", []
+    protocol = module.PROTOCOL
+    lines = [f"## {protocol.paper}", "", f"`experiments/{name}.py`, `{scale}` scale, runs in "
+             f"`{folder}`.", "", *provenance_lines(dirs, rows), ""]  # fmt: skip
+    written = []
+    if hasattr(module, "headline"):
+        panels = {t: s for t, s in module.headline(rows).items() if s}
+        if panels:
+            path = figures / f"{name}-{scale}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig = plotting.headline_figure(panels)
+            fig.savefig(path, dpi=90)
+            written.append(path)
+            lines += [f"![{name}, paper (dashed) vs here (solid)]({figures.name}/{path.name})", ""]
+    if hasattr(module, "paper_vs_here"):
+        lines += [module.paper_vs_here(rows), ""]
+    lines += [verdict(module, scale, rows), "", protocol.markdown(ran=scale), ""]
+    return "\n".join(lines), written
+
+
+def write(root: Path, out: Path, folder: Path = Path("experiments")) -> list[Path]:
+    """Write OUT/reproductions.md and its figures (OUT/reproductions/*.png) from the sweeps under
+    `root`; returns the files written. ValueError if no reproduction has finished runs there."""
+    root, out = Path(root), Path(out)
+    figures = out / FIGURES
+    parts, written = [], []
+    for name, module in reproductions(folder):
+        for scale, sweep_folder in sweeps(root, name, module):
+            text, paths = section(name, module, scale, sweep_folder, figures)
+            if text:
+                parts.append(text)
+                written += paths
+    if not parts:
+        known = ", ".join(n for n, _ in reproductions(folder))
+        raise ValueError(
+            f"No finished runs of a reproduction under {root}: run one first (pe-research sweep "
+            f"EXPERIMENT; reproductions: {known}), or point RUNS_ROOT at the folder holding "
+            "their sweep folders (runs/ by default)."
+        )
+    revision = provenance.source_revision()
+    commit = revision.get("git_commit") or "unknown"
+    head = [
+        "# Reproductions",
+        "",
+        f"Written by `pe-research report {root} --out {out}` on "
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC at commit {commit[:12]}"
+        + (" (with uncommitted changes)" if revision.get("git_dirty") else "")
+        + f", on {platform.machine()} ({platform.system()}). Each section: the paper's headline "
+        "figure beside ours (paper dashed, here solid), the comparison, a one-line verdict, and "
+        "the protocol table (paper vs here, every difference with its reason).",
+        "",
+    ]
+    out.mkdir(parents=True, exist_ok=True)
+    page = out / PAGE
+    runs.write_atomic(page, "\n".join(head + parts))
+    return [page, *written]

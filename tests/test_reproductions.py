@@ -1,0 +1,314 @@
+"""The reproductions of issue 23: protocol tables that hold and are in the docstrings, paper
+scales that match the papers and train, coupled offsets that cover the evaluated positions, the
+paper's numbers recomputed from released results, and the report read from run directories."""
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from pe_research import positions, runs, train
+from pe_research.config import ModelConfig
+from pe_research.sweeps import cost, experiments, protocol, report, summary, sweep
+from pe_research.training.step import sample_groups
+
+ROOT = Path(__file__).resolve().parents[1]
+REPRODUCTIONS = ["mcgill", "randomized", "addition", "addition_hints", "lm", "prope"]
+PAPER_SCALED = ["mcgill", "randomized", "addition", "addition_hints"]
+TINY = ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32)
+
+
+def load(name):
+    return experiments.load_experiment(str(ROOT / "experiments" / f"{name}.py"))
+
+
+# -- protocol tables --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", REPRODUCTIONS)
+def test_the_protocol_table_holds_and_is_in_the_docstring(name):
+    module = load(name)
+    table = module.PROTOCOL
+    table.check()
+    assert table.scales == tuple(module.SCALES)
+    assert protocol.normalized(table.text()) in protocol.normalized(module.__doc__), (
+        f"experiments/{name}.py: paste PROTOCOL.text() into the docstring again"
+    )
+    markdown = table.markdown(ran="cpu")
+    assert markdown.count("\n|") == len(table.rows) + 2 and "`cpu` scale" in markdown
+
+
+def test_a_difference_without_a_reason_is_refused():
+    rows = [protocol.row(a, "x", "theirs", "somewhere", cpu=protocol.SAME)
+            for a in protocol.ASPECTS]  # fmt: skip
+    protocol.Protocol("P", ("cpu",), tuple(rows)).check()
+    bad = [*rows[:-1], protocol.row("aggregation", "x", "theirs", "somewhere", cpu="ours")]
+    with pytest.raises(ValueError, match="aggregation / x: differs from the paper but says not"):
+        protocol.Protocol("P", ("cpu",), tuple(bad)).check()
+    unsourced = [*rows[:-1], protocol.row("aggregation", "x", "theirs", " ", cpu="same")]
+    with pytest.raises(ValueError, match="needs a source"):
+        protocol.Protocol("P", ("cpu",), tuple(unsourced)).check()
+    with pytest.raises(ValueError, match=r"no row for aspect\(s\) \['aggregation'\]"):
+        protocol.Protocol("P", ("cpu",), tuple(rows[:-1])).check()
+
+
+# -- paper scales -----------------------------------------------------------------------------
+
+
+def test_paper_scales_are_the_papers_settings():
+    """The settings each paper scale claims, read from its configs (the papers' numbers are in
+    the protocol tables with their sources)."""
+    m = load("mcgill").runs("paper")
+    assert {(c.model.num_layers, c.model.d_model, c.model.num_heads, c.model.mlp_dim)
+            for c in m} == {(12, 768, 12, 3072)}  # fmt: skip
+    t = m[0].train
+    assert (t.steps, t.batch_size, t.learning_rate, t.warmup_steps, t.lr_schedule) == (
+        40_000, 64, 3e-5, 2_400, "linear")  # fmt: skip
+    assert t.weight_decay == 0.05 and m[0].eval.batch_size == 500
+    assert m[0].eval_lengths == tuple(range(20, 41))
+    assert all(c.task.end_token for c in m if c.task.name != "count_copy")
+    a = load("addition").runs("paper")
+    assert {(c.model.num_layers, c.model.d_model, c.model.num_heads, c.model.mlp_dim)
+            for c in a} == {(1, 1024, 4, 2048)}  # fmt: skip
+    t = a[0].train
+    assert (t.steps, t.batch_size, t.learning_rate, t.adam_b2, t.weight_decay) == (
+        50_000, 1000, 1e-4, 0.95, 0.0)  # fmt: skip
+    assert set(range(5, 201, 5)) <= set(a[0].eval_lengths) and t.train_length == 30
+    assert not a[0].task.reversed_operands and a[0].task.end_token
+    r = load("randomized").runs("paper")
+    assert {c.task.alphabet for c in r} == {2}
+    assert {(c.model.num_layers, c.model.d_model, c.model.num_heads, c.model.causal)
+            for c in r} == {(5, 64, 8, False)}  # fmt: skip
+    assert r[0].eval_lengths == (40, *range(41, 501)) and r[0].train.lr_schedule == "constant"
+    assert {c.positions.max_pos for c in r if c.positions.name == "randomized"} == {2048}
+
+
+@pytest.mark.parametrize("name", PAPER_SCALED)
+def test_the_cpu_scale_keeps_the_protocol(name):
+    """Tasks, encodings and position samplers are the paper scale's; only sizes, steps and
+    lengths (and ranges that follow the lengths) change."""
+    module = load(name)
+
+    def encoding(enc):  # a learned table's size follows the lengths
+        return enc.name, tuple((k, v) for k, v in enc.hyperparameters().items()
+                               if k != "max_positions")  # fmt: skip
+
+    def kinds(cfgs):
+        return {(type(c.task), c.task.name, getattr(c.task, "end_token", None),
+                 getattr(c.task, "reversed_operands", None), c.task.alphabet,
+                 encoding(c.encoding), c.positions.name, c.eval.positions, c.model.causal)
+                for c in cfgs}  # fmt: skip
+
+    assert kinds(module.runs("cpu")) == kinds(module.runs("paper"))
+
+
+def test_a_paper_scale_where_there_is_none_names_the_experiments_that_have_one(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(ValueError, match=r"has no `paper` scale.*one: addition, addition_hints, "
+                       r"mcgill, randomized"):  # fmt: skip
+        experiments.experiment_runs(load("prope"), "paper")
+
+
+def train_a_few_steps(configs, **train_changes):
+    """Each task, encoding and position sampler of `configs` trains three steps in at least one
+    config, at tiny width; the loss is finite and changes. Returns the configs trained."""
+    seen, trained = set(), []
+    for cfg in configs:
+        parts = {("task", cfg.task), ("encoding", cfg.encoding), ("positions", cfg.positions)}
+        if parts <= seen:
+            continue
+        seen |= parts
+        cfg = dataclasses.replace(
+            cfg,
+            model=dataclasses.replace(TINY, causal=cfg.model.causal),
+            train=dataclasses.replace(cfg.train, **train_changes),
+        )
+        cfg.check()
+        keys = train.keys_from_seed(cfg.seed)
+        graphdef, state = train.init_state(cfg, keys)
+        step = train.make_train_step(cfg, graphdef)
+        losses = []
+        for i in range(3):
+            state, metrics = step(state, jax.random.fold_in(keys.data, i), keys.positions)
+            losses.append(float(metrics["loss"]))
+        assert np.isfinite(losses).all() and losses[0] != losses[-1], (parts, losses)
+        trained.append(cfg)
+    every = {(k, getattr(c, k)) for c in configs for k in ("task", "encoding", "positions")}
+    assert seen == every
+    return trained
+
+
+@pytest.mark.parametrize("name", ["mcgill", "randomized", "addition_hints"])
+def test_cpu_scale_configs_train_a_few_steps(name):
+    train_a_few_steps(load(name).runs("cpu"), batch_size=8, length_buckets=1)
+
+
+@pytest.mark.parametrize("name", PAPER_SCALED)
+def test_paper_scale_builds_checks_and_trains_at_tiny_width(name, capsys):
+    """Every config of the paper scale passes the run's checks and has a cost estimate; its
+    headline run trains three steps at tiny width and batch."""
+    configs = load(name).runs("paper")
+    for cfg in configs:
+        cfg.check()
+    estimate = cost.estimate(configs)
+    assert estimate.train_flops > 1e15 and "H200" in estimate.text()
+    train_a_few_steps(configs[:1], batch_size=configs[0].train.length_buckets * 2)
+
+
+# -- addition: the coupled offset ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", ["cpu", "gpu", "paper"])
+def test_coupled_training_reaches_every_position_evaluation_uses(scale):
+    """Every coupled variant trains with a random start, and the positions its training draws
+    cover every coupled position of every evaluated length."""
+    configs = [c for c in load("addition").runs(scale) if c.positions.name == "coupled"]
+    assert {c.encoding.name for c in configs} == {"rope", "alibi", "fire", "learned"}
+    cfg = configs[0]
+    assert all(c.positions == cfg.positions and c.positions.position_limit for c in configs)
+    seen = set()
+    sample = jax.jit(lambda kd, kp: sample_groups(cfg, kd, kp))
+    for step in range(8):
+        for batch, pos_BL in sample(jax.random.key(step), jax.random.key(100 + step)):
+            digits = np.asarray(batch.valid & (batch.coords[..., 0] > 0))
+            seen |= set(np.asarray(pos_BL)[digits].tolist())
+    wanted = set()
+    for n in cfg.eval_lengths:  # coupled positions at evaluation: no offset
+        batch = cfg.task.sample(jax.random.key(0), 2, n, min_length=n)
+        pos = cfg.eval_sampler.sample(jax.random.key(1), batch.valid, batch.coords)
+        wanted |= set(np.asarray(pos)[np.asarray(batch.coords[..., 0] > 0)].tolist())
+    assert wanted == set(range(1, max(cfg.eval_lengths) + 2))
+    assert wanted <= seen, sorted(wanted - seen)
+    assert max(seen) <= cfg.positions.position_limit
+
+
+def test_position_limit_draws_every_start_that_stays_under_the_limit():
+    sampler = positions.Coupled(position_limit=12)
+    coords = np.zeros((4000, 6, 1), np.int32)
+    coords[:, :5, 0] = [0, 1, 2, 3, 5]  # largest coupled position 5: offsets 0..7
+    valid = coords[..., 0] >= 0
+    valid[:, 5] = False
+    pos = np.asarray(sampler.sample(jax.random.key(0), valid, coords))
+    offsets = pos[:, 1] - 1
+    assert set(offsets.tolist()) == set(range(8)) and pos[valid].max() == 12
+    np.testing.assert_array_equal(pos[:, :5] - offsets[:, None], coords[:, :5, 0])
+    counts = np.bincount(offsets, minlength=8)
+    assert counts.min() > 0.8 * 4000 / 8  # uniform
+    with pytest.raises(ValueError, match="give max_offset .* or position_limit"):
+        positions.Coupled(max_offset=3, position_limit=12)
+
+
+# -- the paper's numbers, recomputed -----------------------------------------------------------
+
+
+def test_mcgill_numbers_are_recomputed_from_per_run_results(tmp_path):
+    """scripts/mcgill_paper_numbers.py on a file in the released format: per-task means and std
+    over seeds, and the MRR with ties broken in file order, against a hand computation."""
+    lines = []
+    values = {  # (split, pe) -> per seed, exact match at 21..40 (constant per run)
+        ("rsc_tr20_ts40", "none"): (1.0, 0.8, 0.9),
+        ("rsc_tr20_ts40", "rotary"): (0.0, 0.0, 0.0),
+        ("rsc_tr20_ts40", "alibi"): (0.5, 0.5, 0.5),
+        ("rsc_tr20_ts40", "abs_sinusoid"): (0.0, 0.0, 0.0),
+        ("rsc_tr20_ts40", "t5_relative_bias"): (0.5, 0.9, 0.1),
+    }
+    for (split, pe), per_seed in values.items():
+        for seed, v in zip((11, 22, 33), per_seed, strict=True):
+            row = {"job_type": "best_run_seed_exp", "cfg__dataset.name": "s2s_copy",
+                   "cfg__dataset.split": split, "cfg__model.position_encoding_type": pe,
+                   "cfg__global_vars.seed": seed, "sum__pred/test_acc_overall": v,
+                   **{f"sum__pred/test_acc_{n}": v for n in range(21, 41)}}  # fmt: skip
+            lines.append(json.dumps(row))
+    lines.append(json.dumps({"job_type": "agent"}))
+    path = tmp_path / "sanity_check.jsonl"
+    path.write_text("\n".join(lines))
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "mcgill_paper_numbers.py"), str(path)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "('count_copy', 'nope'): (0.9000, 0.1000)" in out
+    assert "('count_copy', 't5'): (0.5000, 0.4000)" in out
+    # Seed 11: nope 1 > alibi .5 = t5 .5 (alibi first in the file) > rope 0 = sinusoidal 0.
+    # Seed 22: t5 .9 > nope .8 > alibi > rope > sinusoidal. Seed 33: nope > alibi > t5 > ...
+    want = {"nope": (1 + 1 / 2 + 1) / 3, "t5": (1 / 3 + 1 + 1 / 3) / 3,
+            "alibi": (1 / 2 + 1 / 3 + 1 / 2) / 3, "rope": 1 / 4, "sinusoidal": 1 / 5}  # fmt: skip
+    for name, value in want.items():
+        assert f"'{name}': {value:.4f}," in out, (name, out)
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+TINY_REPRODUCTION = '''
+"""A tiny reproduction, for the report's test.
+
+    pe-research sweep tiny
+"""
+from pe_research import encodings, tasks
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps import summary
+from pe_research.sweeps.protocol import ASPECTS, SAME, Protocol, row
+
+SCALES = {"cpu": None}
+PROTOCOL = Protocol("Tiny et al. 2099", ("cpu",), tuple(
+    row(a, "item", "theirs", "their file", cpu="ours" if a == "model" else SAME,
+        why="smaller" if a == "model" else "") for a in ASPECTS))
+PAPER = {("copy", "nope"): 0.25, ("copy", "rope"): 0.5}
+
+def runs(scale="cpu"):
+    return [RunConfig(task=tasks.get("copy"), encoding=encodings.get(e),
+                      model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
+                      train=TrainConfig(steps=4, batch_size=4, train_length=3, log_every=1),
+                      eval=EvalConfig(lengths=(3, 6), batch_size=4), seed=s)
+            for e in ("nope", "rope") for s in (0, 1)]
+
+def paper_vs_here(rows):
+    return summary.published_table(rows, PAPER, metric="exact_match", lengths=(6,),
+                                   source="Tiny et al.")
+
+def headline(rows):
+    ours = {}
+    for r in rows:
+        ours.setdefault(r["encoding"], {}).setdefault(r["length"], []).append(r["exact_match"])
+    series = [(e, [6], [v], True) for (_, e), v in PAPER.items()]
+    series += [(e, sorted(v), [sum(v[n]) / len(v[n]) for n in sorted(v)], False)
+               for e, v in ours.items()]
+    return {"copy": series}
+'''
+
+
+def test_the_report_is_read_from_run_directories(tmp_path):
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
+    root = tmp_path / "runs"
+    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
+    written = report.write(root, tmp_path / "docs", folder=folder)
+    page = written[0].read_text()
+    assert written[0] == tmp_path / "docs" / "reproductions.md"
+    assert written[1].suffix == ".png" and written[1].stat().st_size > 1000
+    assert "## Tiny et al. 2099" in page and "(reproductions/tiny-cpu.png)" in page
+    dirs = runs.finished_runs(root / "tiny")
+    rows = summary.finished_rows(dirs)
+    fit, judged = summary.fit_count(rows)
+    assert f"- Runs: 4 ({fit} of {judged} with a fit verdict fit), seeds 0, 1;" in page
+    assert "differ from the paper's protocol in: model / item" in page
+    assert "| model | item | theirs | their file | ours | smaller |" in page
+    # The numbers are the run directories': change one, and the page follows.
+    run = next(d for d in dirs if "nope" in str(d) and d.name.startswith("seed0"))
+    rows_before = runs.read_jsonl(run / runs.EVAL)
+    edited = [{**r, "exact_match": 0.875} if r["length"] == 6 else r for r in rows_before]
+    runs.write_jsonl(run / runs.EVAL, edited)
+    other = next(d for d in dirs if "nope" in str(d) and d.name.startswith("seed1"))
+    at6 = next(r["exact_match"] for r in runs.read_jsonl(other / runs.EVAL) if r["length"] == 6)
+    page = report.write(root, tmp_path / "docs", folder=folder)[0].read_text()
+    line = next(x for x in page.splitlines() if re.match(r"\| copy\s*\| nope", x))
+    assert f"{(0.875 + at6) / 2:.3f}" in line, line
+    with pytest.raises(ValueError, match="No finished runs of a reproduction under"):
+        report.write(tmp_path / "empty", tmp_path / "docs", folder=folder)
