@@ -1,0 +1,62 @@
+"""Write tests/slow_tests.txt, the slow tier, from a timed run of the whole suite.
+
+    python -m pytest -m "" --junitxml=timed.xml      # every test, both tiers
+    python -m pytest --junitxml=fast.xml                 # the fast tier alone
+    python scripts/tier_tests.py timed.xml fast.xml [--threshold 3]
+
+A test that took `threshold` seconds or more in any of the runs goes to the slow tier (marked
+`slow` by tests/conftest.py): the README's test command skips it, `python -m pytest -m slow` runs
+it, and `.ci/run` runs both. Rerun this after adding slow tests; a test missing from the file runs
+in the fast tier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "slow_tests.txt"
+
+
+def node_id(classname: str, name: str) -> str:
+    """pytest's node id from a JUnit test case (`tests.test_x` or `tests.test_x.TestY`)."""
+    parts = classname.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("test_"):
+            return "::".join(["/".join(parts[: i + 1]) + ".py", *parts[i + 1 :], name])
+    raise ValueError(f"cannot find the test module in {classname!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "junit_xml", type=Path, nargs="+", help="timed runs; a test's slowest counts"
+    )
+    parser.add_argument("--threshold", type=float, default=3.0, help="seconds")
+    args = parser.parse_args()
+    # A fixture's setup counts in the first test that uses it: alone, the fast tier finds
+    # costs that a run of the whole suite had spread over tests now in the slow tier.
+    slowest: dict[str, float] = {}
+    for path in args.junit_xml:
+        for c in ET.parse(path).getroot().iter("testcase"):
+            n = node_id(c.get("classname"), c.get("name"))
+            slowest[n] = max(slowest.get(n, 0.0), float(c.get("time", 0.0)))
+    cases = [(t, n) for n, t in slowest.items()]
+    slow = sorted(n for t, n in cases if t >= args.threshold)
+    fast_s = sum(t for t, _ in cases if t < args.threshold)
+    header = [
+        f"# The slow tier: tests that took >= {args.threshold:g} s in timed runs of the suite",
+        f"# ({len(args.junit_xml)} runs, {datetime.date.today()}, {os.cpu_count()} cores, "
+        f"{len(cases)} tests). Written by scripts/tier_tests.py; see its docstring.",
+        f"# {len(slow)} slow tests; the {len(cases) - len(slow)} others took {fast_s:.0f} s "
+        "of test time at most.",
+    ]
+    OUT.write_text("\n".join(header + slow) + "\n")
+    print(f"Wrote {OUT}: {len(slow)} slow of {len(cases)} tests.")
+
+
+if __name__ == "__main__":
+    main()
