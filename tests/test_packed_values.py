@@ -93,6 +93,12 @@ def test_grouping_splits_on_every_shape_difference():
     reasons = sweep.split_reasons([*PACK, *apart], groups)
     assert any("model.d_model" in line for line in reasons)
     assert any("encoding.layout" in line for line in reasons)
+    # Different kinds of task or encoding are named by their name, not by each other's options.
+    offset = dataclasses.replace(TINY, task=tasks.get("offset"))
+    assert hyperparameters.differences(TINY, offset) == ["task.name"]
+    assert hyperparameters.differences(TINY, vary(TINY, encoding=encodings.get("alibi"))) == [
+        "encoding.name"
+    ]
 
 
 def test_train_group_refuses_runs_that_differ_in_a_shape(tmp_path):
