@@ -514,9 +514,13 @@ def encoding_label(cfg: RunConfig) -> str:
 
 def series_label(cfg: RunConfig) -> str:
     """What tables and legends call a run: its encoding label, plus the position sampler when
-    it is not the contiguous default (randomized positions are a different method), and
-    ", eval SAMPLER" when evaluation samples positions that way too (eval.positions train)."""
+    it is not the contiguous default (randomized positions are a different method),
+    ", eval SAMPLER" when evaluation samples positions that way too (eval.positions train), and
+    " [NORMALIZATION]" when attention is not normalized by softmax (ASEntmax is NAPE under
+    entmax15, not NAPE)."""
     label = encoding_label(cfg)
+    if cfg.model.normalization != "softmax":
+        label += f" [{cfg.model.normalization}]"
     if cfg.positions != Contiguous():
         options = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(cfg.positions).items())
         label += f" + {cfg.positions.name}" + (f"({options})" if options else "")

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from pe_research import encodings, positions, tasks
-from pe_research.config import EvalConfig, RunConfig, TrainConfig, series_label
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig, series_label
 
 
 def test_round_trip_through_json_keeps_every_choice():
@@ -44,6 +44,10 @@ def test_series_label_names_the_sampler_and_the_eval_encoding():
         base, eval_encoding=encodings.get("rope", scaling={"rope_type": "linear", "factor": 4})
     )
     assert series_label(scaled) == "rope -> eval rope(scaling=linear(factor=4))"
+    entmax = dataclasses.replace(
+        base, encoding=encodings.get("nape"), model=ModelConfig(normalization="entmax15")
+    )
+    assert series_label(entmax) == "nape [entmax15]"
 
 
 def test_checks_tie_encoding_sampler_and_task():

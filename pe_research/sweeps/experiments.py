@@ -8,7 +8,10 @@ size use `STANDARD_SCALES`. An experiment that reproduces a paper defines `PROTO
 (sweeps.protocol.Protocol: the paper's protocol beside ours, every difference with its reason;
 its text is in the docstring) and may define `paper_vs_here(rows) -> str`: a markdown section
 setting the paper's numbers beside the sweep's (see `summary.published_table`), printed by the
-sweep and written to its summary.md after the protocol table.
+sweep and written to its summary.md after the protocol table. Any experiment may define
+`sections(rows) -> str`, markdown sections of its own printed by the sweep and written at the end
+of summary.md, and `figures(rows) -> dict[str, Figure]`, figures written next to the sweep's as
+<stem>.png and .pdf (experiments/leaderboard.py does both).
 """
 
 from __future__ import annotations

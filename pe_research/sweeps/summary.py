@@ -433,11 +433,12 @@ def published_table(
 
 
 def write_summary(
-    root: Path, rows: list[dict[str, Any]], metric: str, published: str = ""
+    root: Path, rows: list[dict[str, Any]], metric: str, published: str = "", sections: str = ""
 ) -> list[Path]:
     """root/results.csv (every row; runs relative to root) and root/summary.md (the tables,
-    `published` (an experiment's "paper vs here" section, markdown) and the failed runs). Warns
-    when the rows come from different code versions."""
+    `published` (an experiment's "paper vs here" section, markdown), the failed runs and
+    `sections`, an experiment's own markdown sections, last). Warns when the rows come from
+    different code versions."""
     root = Path(root)
     csv_path, md_path = root / "results.csv", root / "summary.md"
     runs.write_csv(csv_path, [{**r, "run": os.path.relpath(r["run"], root)} for r in rows])
@@ -456,7 +457,8 @@ def write_summary(
         + (f"## Paper vs here\n\n{published}\n" if published else "")
         + f"{efficiency}"
         f"{failures}"
-        f"## {metric} by evaluation length\n\n```\n{summary_table(rows, metric)}```\n",
+        f"## {metric} by evaluation length\n\n```\n{summary_table(rows, metric)}```\n"
+        + (f"\n{sections}" if sections else ""),
     )
     if (warning := code_warning(rows)) is not None:
         warnings.warn(f"{md_path}: {warning}", stacklevel=2)

@@ -378,10 +378,17 @@ def run_experiment(
         published = protocol.markdown(ran=scale or "cpu") + "\n" + published
     if published:
         print("Paper vs here:\n" + published)
+    sections = module.sections(rows) if hasattr(module, "sections") else ""
+    if sections:
+        print(sections)
     written = []
     if done.complete:
-        written = summary.write_summary(out, rows, metric, published)
+        written = summary.write_summary(out, rows, metric, published, sections)
         written += plotting.write_figures(rows, out)
+        for stem, fig in (module.figures(rows) if hasattr(module, "figures") else {}).items():
+            for fmt in ("png", "pdf"):
+                written.append(out / f"{stem}.{fmt}")
+                plotting.save(fig, written[-1])
         print("Wrote " + ", ".join(str(p) for p in written))
     return done, written
 

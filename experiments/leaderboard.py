@@ -1,0 +1,121 @@
+"""Every encoding on every task: one table and one heatmap of which encoding generalizes on which
+task, at the main job's scale, 3 seeds, each run trained until it fits.
+
+Command (from the repository root; it resumes where it stopped, and splits by shards and
+workers like any sweep):
+
+    pe-research sweep leaderboard --workers 2                   # cpu scale, below
+    pe-research sweep leaderboard --workers 2 --shard 1/4       # a quarter of it (of 1/4 .. 4/4)
+    pe-research sweep leaderboard --scale gpu                   # on an accelerator
+
+What runs: every registered encoding at its defaults, plus ASEntmax (NAPE positions under
+entmax15 attention, `--model.normalization entmax15`, Vasylenko et al. 2025), on every 1-D task
+with an exact match, trained on 1-16 symbols and evaluated at 16-128 (1x-8x), 3 seeds. Two
+choices per encoding: M-RoPE reads 3-D positions, so it gets its own sampler (`mrope`: text at
+its index on all three axes, Qwen2-VL's rule); HoPE keeps the rotation pairs whose wavelength
+fits in 16 positions (`hope(train_length=16)`, as experiments/recent.py runs it: the training
+length in symbols for every task, so one row covers all). Left out, and where they
+are studied instead: `rope_nd` needs 2-D positions, and the grid and video tasks n-D ones
+(experiments/grid2d.py, experiments/mrope_video.py); byte_lm has no exact match to fit
+(experiments/lm.py).
+
+Scales: `cpu` is the main job's recipe (experiments/default.py: 4 layers, d_model 64, 4 heads, lr
+3e-3 after 200 warm-up steps, at most 2,000 steps, until exact match >= 0.95 at 16, checked every
+100 steps, 4 length buckets); `gpu` the standard accelerator model (4 layers, d_model 256, 8
+heads, lr 5e-4, at most 5,000 steps, batch 128), also until fit, same lengths.
+
+Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost:
+not yet run. At the main job's step time (about 0.1 s a step for one model on a quiet day, 3
+packed seeds a little under 3x that) and its steps to fit (100-1,900), a rough 15-30 hours on the
+2 cores, more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE: 1.5-3x RoPE's step); the
+sweep prints its own estimate before training. Run it by shards over several sessions or
+machines, or on an accelerator.
+
+What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
+at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
+and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 8x), and
+leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
+pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
+
+Result: not yet run.
+"""
+
+import dataclasses
+
+from pe_research import encodings, positions, tasks
+from pe_research.config import ModelConfig, RunConfig
+from pe_research.sweeps import leaderboard
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, GPU_MODEL, gpu_train
+
+TASKS = [
+    "copy", "reverse", "offset", "duplicate", "count_copy", "sort", "addition", "multiplication",
+    "flip_flop", "selective_copy", "counting", "mqar", "local_count",
+]  # fmt: skip
+LEFT_OUT = {
+    "rope_nd": "needs 2-D positions: experiments/grid2d.py",
+    "grid": "2-D positions: experiments/grid2d.py",
+    "video": "3-D positions: experiments/mrope_video.py",
+    "byte_lm": "no exact match to fit: experiments/lm.py",
+}
+"""Registered encodings and tasks this table leaves out, and where they are studied."""
+ASENTMAX = "nape [entmax15]"
+SEEDS = (0, 1, 2)
+TRAIN_LENGTH = 16
+SCALES = {
+    "cpu": (FIT_MODEL, FIT_TRAIN),
+    "gpu": (
+        GPU_MODEL,
+        gpu_train(train_length=TRAIN_LENGTH, stop_when_fit=True, fit_check_every=100,
+                  log_every=100, length_buckets=4),
+    ),
+}  # fmt: skip
+CLAIMS = {
+    task: "ASEntmax: 'up to 1000x length extrapolation on synthetic benchmarks' (Vasylenko et "
+    "al. 2025, arXiv 2506.16640 v3, abstract); evaluated here to 8x only"
+    for task in ("copy", "reverse", "sort", "flip_flop")
+}
+
+
+def _run(task: str, name: str, model: ModelConfig, train, seed: int) -> RunConfig:
+    task_obj = tasks.get(task)
+    options, sampler = {}, positions.get("contiguous")
+    if name == "hope":  # one label for every task, as experiments/recent.py runs it
+        options = {"train_length": TRAIN_LENGTH}
+    if name == "mrope":
+        sampler = positions.get("mrope")
+    if name == ASENTMAX:
+        name, model = "nape", dataclasses.replace(model, normalization="entmax15")
+    return RunConfig(task=task_obj, encoding=encodings.get(name, **options), model=model,
+                     train=train, positions=sampler, seed=seed)  # fmt: skip
+
+
+def encoding_names() -> list[str]:
+    """Every registered encoding this table runs, then ASEntmax."""
+    return [name for name in encodings.names() if name not in LEFT_OUT] + [ASENTMAX]
+
+
+def runs(scale: str = "cpu") -> list[RunConfig]:
+    model, train = SCALES[scale]
+    return [
+        _run(task, name, model, train, seed)
+        for task in TASKS
+        for name in encoding_names()
+        for seed in SEEDS
+    ]
+
+
+def sections(rows: list[dict]) -> str:
+    """The leaderboard's markdown, written at the end of summary.md."""
+    return (
+        "## Leaderboard: which encoding generalizes on which task\n\n"
+        + leaderboard.at_a_glance(rows)
+        + "\n### Best encoding per task\n\n"
+        + leaderboard.best_per_task(rows, CLAIMS)
+        + "\n### Every encoding on every task\n\n"
+        + leaderboard.full_table(rows)
+    )
+
+
+def figures(rows: list[dict]) -> dict:
+    """The leaderboard's heatmaps (exact match score at 2x and 8x)."""
+    return {"leaderboard_exact_match": leaderboard.leaderboard_figure(rows)}
