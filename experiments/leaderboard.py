@@ -25,11 +25,12 @@ Scales: `cpu` is the main job's recipe (experiments/default.py: 4 layers, d_mode
 heads, lr 5e-4, at most 5,000 steps, batch 128), also until fit, same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost:
-not yet run. At the main job's step time (about 0.1 s a step for one model on a quiet day, 3
-packed seeds a little under 3x that) and its steps to fit (100-1,900), a rough 15-30 hours on the
-2 cores, more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE: 1.5-3x RoPE's step); the
-sweep prints its own estimate before training. Run it by shards over several sessions or
-machines, or on an accelerator.
+not yet run. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps
+(728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the
+main job's step reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900
+steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over
+several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints about 0.9 h on
+one H200 at an assumed 10% of its bf16 peak).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
