@@ -13,47 +13,53 @@ runs/default/<task>/<encoding>/seed0-<hash>/ and, next to them, summary.md (fit 
 unfit runs apart, steps to fit), results.csv, extrapolation_*.png, heatmap_*.png and
 steps_to_fit.png (and PDFs).
 
-Runtime: 15 min 9 s on the 2-core CPU development machine with an empty compilation cache and
-2 workers, alone on it (2026-11-30, fp32 matmul peak measured at 125 GFLOP/s that day). The
-15 runs trained 19,200 steps in all; compiling the training step (4 length buckets, 4 layers)
-took 18-29 s per run, 5.6 of the 30 process-minutes. That is 1.5x the 10 minutes we aimed for,
-and the floor is close: a step of reverse (batch 64 over 1-16 symbols in 4 buckets, as
-training draws it) takes 53 ms on both cores and 81 ms on one (so two workers train 1.3x faster
-than one, not 2x), which puts the 19,200 steps alone at about 12 minutes. Getting under 10
-needs runs that fit in fewer steps, not a faster pipeline.
+Runtime: 22 min 10 s on the 2-core CPU development machine with an empty compilation cache and
+2 workers, alone on it (2026-12-02, commit b981210, fp32 matmul peak measured at 121 GFLOP/s
+that day). The 15 runs trained 19,400 steps to fit (the first fit checks below), about 9 steps a
+second per worker. The same job took 15 min 9 s on 2026-11-30 with the code before the shared
+programs (fp32 peak 125 GFLOP/s, 19,200 steps); a step timed alone moves between 37 and 63 ms on
+this machine from one process to the next (reverse, 4 buckets, 2 cores; scripts/bench.py), so
+the two end-to-end times differ by more than the code can be shown to. Both are above the 10
+minutes we aimed for, and the floor is the step count: 19,400 steps at 37-63 ms (one process on
+both cores, timed 2026-12-02) is 12-20 minutes before any compile, and two workers train only
+about 1.3x faster than one (they share the 2 cores, and XLA already spreads one step over them;
+two workers each pinned to one core with single-threaded XLA took 53-61 ms a step against 67-68
+ms unpinned, one trial each, within this machine's noise). Getting under 10 needs a recipe that
+fits in about 12,000 steps in all, not a faster pipeline.
 
-Since then (2026-12-01) the step takes its batch from a separately compiled sampler, so copy and
-reverse of one encoding share one compiled step (10 step programs for the 15 runs, not 15;
-offset's sequences are half as wide) and one model program per evaluation width (25 for the
-sweep, not 60), and the persistent compilation cache hands them to the other worker. The step's
-program shrank from 2,046 to 847 operations (length buckets in one pass, AdamW on one raveled
-vector) and compiles in 47 s against 117 s for the old form, both measured in one process on the
-development machine under a load of about 12 (other jobs; 18-29 s when it was quiet), while its
-step time did not move measurably (384 vs 384 ms median there). Not yet timed end to end: at
-the old step time the 19,200 steps alone take about 13 minutes on two workers (81 ms a step on
-one core each), so compilation saved this way leaves the job above 10 minutes; the floor is the
-step count, and under 10 needs a recipe that fits in about 12,000 steps in all.
+What is compiled (since 2026-12-01): the step takes its batch from a separately compiled
+sampler, so copy and reverse of one encoding share one compiled step (10 step programs for the
+15 runs, not 15; offset's sequences are half as wide) and one model program per evaluation
+width (25 for the sweep, not 60), and the persistent compilation cache hands them to the other
+worker. The step's program shrank from 2,046 to 847 operations (length buckets in one pass,
+AdamW on one raveled vector) and compiles in 47 s against 117 s for the old form, both measured
+in one process under a load of about 12.
 
-Result: 14 of 15 runs fit. Token accuracy at 2x / 8x the training length and the first fit
-step (every fit run has token accuracy >= .99 at 1x); the unfit run with its exact match at 16:
+Result (2026-12-02, the run above): 14 of 15 runs fit. Token accuracy at 2x / 8x the training
+length and the first fit step (every fit run has token accuracy >= .99 at 1x); the unfit run
+with its exact match at 16:
 
     task     nope            sinusoidal      learned         rope            alibi
-    copy     .81/.08 @1800   .14/.08 @1100   .37/.11 @1500   .09/.06 @800    .99/.77 @1300
-    reverse  .80/.10 @1900   .14/.07 @1500   .29/.10 @1100   .36/.09 @1100   .79/.11 @1800
-    offset   unfit (.09)     .50/.18 @400    .48/.16 @900    .99/.81 @100    .96/.82 @1900
+    copy     .79/.07 @1800   .15/.09 @1200   .35/.10 @1500   .08/.07 @900    .99/.72 @1200
+    reverse  .81/.10 @1800   .14/.07 @1300   .29/.10 @1400   .35/.09 @1200   .76/.11 @1600
+    offset   unfit (.09)     .50/.18 @500    .48/.16 @1000   .99/.81 @100    .95/.82 @1900
 
-- Among fit models, ALiBi extrapolates copy (.99 at 2x, .77 at 8x; 70% exact match at 2x) and
-  offset (.96 / .82; 38% exact match at 2x), and RoPE offset, the task that needs a fixed
+- Among fit models, ALiBi extrapolates copy (.99 at 2x, .72 at 8x; 63% exact match at 2x) and
+  offset (.95 / .82; 31% exact match at 2x), and RoPE offset, the task that needs a fixed
   relative look-back (.99 / .81; 81% exact match at 2x). Exact match at 2x is 0.00 for every
-  other fit run (ALiBi reverse .01).
-- NoPE, which fits copy and reverse here, is second on both at 2x (.81, .80), ahead of every
-  absolute encoding and of RoPE, as Kazemnejad et al. 2023 find; with 500 steps and 2 layers it
-  fit nothing and looked worst everywhere, an artefact of training, not of the encoding.
+  other fit run.
+- NoPE, which fits copy and reverse here, is second on copy at 2x (.79) and first on reverse
+  (.81, ALiBi .76), ahead of every absolute encoding and of RoPE, as Kazemnejad et al. 2023
+  find; with 500 steps and 2 layers it fit nothing and looked worst everywhere, an artefact of
+  training, not of the encoding.
 - Absolute encodings fit every task and fall fast beyond 16: sinusoidal to near chance (1/16)
-  by 2x on copy and reverse, learned to .37 / .29. On offset they stay near .5 at 2x.
-- Sample efficiency (steps to fit, steps_to_fit.png): RoPE is fastest on every task (800 /
-  1,100 / 100); NoPE and ALiBi are slowest on copy and reverse (1,300-1,900); NoPE does not
-  fit offset at this size (exact match at 16 stays below .31 in every recipe tried, below).
+  by 2x on copy and reverse, learned to .35 / .29. On offset they stay near .5 at 2x.
+- Sample efficiency (steps to fit, steps_to_fit.png): RoPE is fastest on every task (900 /
+  1,200 / 100); NoPE is slowest on copy and reverse (1,800), ALiBi next on reverse (1,600);
+  NoPE does not fit offset at this size (exact match at 16 stays below .31 in every recipe
+  tried, below).
+- The 2026-11-30 run of the same recipe (older code, same seed) gave the same fit count and
+  orderings, with numbers within .05 of these (ALiBi copy .77 at 8x there, .72 here).
 - Against the earlier recipe (lr 1e-3, cap 4,000: 13 of 15 fit in 24 min 45 s) the orderings
   at 2x are the same; NoPE reverse and ALiBi offset now fit and join them.
 
