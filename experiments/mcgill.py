@@ -133,8 +133,31 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   (recomputed from the released runs) and for us. Why: we run three of their tasks, so the
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
-Runtime and result: not yet run with the current code. Expected cost: 63 runs in 21 trainings of
-3 packed seeds, at most 2,000 steps each. scripts/sweep_cost.py timed two of its trainings in
+Runtime and result, copy only (`pe-research sweep mcgill --tasks copy --workers 2`, 2026-12-02,
+code of commit e5a8b27, the 2-core machine alone, fp32 peak 121 GFLOP/s that day): 1 h 3 min
+for 21 runs in 7 trainings, about 2 steps a second per worker for 3 packed seeds; 17 of 21 fit.
+Exact match over lengths 21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds):
+
+    encoding                  here                 paper (their runs)
+    alibi                     .894 +- .020 (3/3)   .33
+    rope 25% (the paper's)    .253 +- .092 (1/3)   .01
+    t5, the paper's form      .180 +- .048 (3/3)   .42
+    nope                      .149 +- .054 (1/3)   .31
+    t5, ours                  .118 +- .068 (3/3)
+    rope, whole head          .047 +- .010 (3/3)
+    sinusoidal                .024 +- .007 (3/3)   .03
+
+With the end token, every length 21-40 and T5 and Rotary as the paper ran them, ALiBi still
+leads copy by far (.89 against the paper's .33) and the paper's T5 stays below it (.18 against
+.42): the end token was not what put ALiBi first in the last round. The differences that remain
+(model size and block, a learning rate 100x the paper's for at most 2,000 steps instead of
+40,000, the last step instead of the best checkpoint) are the candidates; the `gpu` or `paper`
+scale is the test. NoPE and Rotary 25% fit 1 seed in 3 within the 2,000-step cap (exact match at
+20 of .85-.92 for the others). count_copy and reverse: not yet run with the current code.
+docs/reproductions.md (`pe-research report`) sets these beside the paper's curves.
+
+Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
+each (copy alone took 1 h 3 min, above). scripts/sweep_cost.py timed two of its trainings in
 two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 2.0-2.2 s per
 step at a measured fp32 matmul peak of 12.7 GFLOP/s (24.8 h at the step caps on one process),
 0.63-0.77 s at 38.4 GFLOP/s (7.8 h). Scaled to a quiet day's peak of about 125 GFLOP/s: about
