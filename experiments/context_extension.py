@@ -17,7 +17,28 @@ The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_m
 every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 72 runs, of which the 5
 scalings share RoPE's training (9 trainings of 3 packed seeds).
 
-Runtime and result: not yet run with the current code. Expected cost: 9 trainings of 3 packed
+Result, offset only (`pe-research sweep context_extension --tasks offset --workers 2`,
+2026-12-02, code of commit a6539cd, the 2-core machine alone: 10 min 23 s, 24 runs in 3
+trainings). A scaling is judged like a trained run: it fits only if, applied at evaluation, the
+model still gets exact match >= .95 at the training length. Token accuracy at 2x / 4x / 8x and
+exact match at 2x / 4x / 8x, mean over 3 seeds (fit / seeds):
+
+    evaluated as        fit   token accuracy         exact match
+    rope (none)         3/3   .99 / .93 / .81        .83 / .02 / .00
+    dynamic ntk         3/3   1.0 / 1.0 / .98        .99 / .97 / .09
+    ntk                 3/3   1.0 / .99 / .95        .99 / .69 / .00
+    yarn                0/3   (exact match at 16: .67; token accuracy .88 / .73 / .64)
+    linear (PI)         0/3   (.00 at 16: breaks the model without fine-tuning)
+    llama3              0/3   (.00 at 16, likewise)
+    alibi (trained)     1/3   .96 / .90 / .83        .39 / .01 / .00
+    nope (trained)      0/3   (exact match at 16 below .09 after 2,000 steps)
+
+On offset the earlier protocol's finding holds with 3 seeds and fit runs: dynamic NTK, applied
+at evaluation only, keeps a RoPE model right on 97% of the sequences at 4x (plain RoPE 2%) and
+leaves the training length untouched; NTK helps less; YaRN, linear and llama3 cost accuracy in
+distribution. copy and reverse: not yet run with the current code.
+
+Runtime of the whole sweep: not yet measured. Expected cost: 9 trainings of 3 packed
 seeds, at most 2,000 steps each, and 72 evaluations. scripts/sweep_cost.py timed two of its
 trainings in two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times:
 0.57-0.90 s per step at a measured fp32 matmul peak of 29.9 GFLOP/s (4.1 h at the step caps on
