@@ -17,8 +17,10 @@ Runtime: 22 min 10 s on the 2-core CPU development machine with an empty compila
 2 workers, alone on it (2026-12-02, commit b981210, fp32 matmul peak measured at 121 GFLOP/s
 that day). The 15 runs trained 19,400 steps to fit (the first fit checks below), about 9 steps a
 second per worker. The same job took 15 min 9 s on 2026-11-30 with the code before the shared
-programs (fp32 peak 125 GFLOP/s, 19,200 steps); a step timed alone moves between 37 and 63 ms on
-this machine from one process to the next (reverse, 4 buckets, 2 cores; scripts/bench.py), so
+programs (fp32 peak 125 GFLOP/s, 19,200 steps); a step timed alone moved between 37 and 63
+ms on this machine from one process to the next (reverse with RoPE, this recipe's 1-16 symbols
+in 4 buckets, 2 cores; per step, the time of train.train for 450 or 850 steps less that for 50,
+checkpoints every 100 steps included; 3 processes run back to back on 2026-12-02), so
 the two end-to-end times differ by more than the code can be shown to. Both are above the 10
 minutes we aimed for, and the floor is the step count: 19,400 steps at 37-63 ms (one process on
 both cores, timed 2026-12-02) is 12-20 minutes before any compile, and two workers train only

@@ -77,17 +77,19 @@ CLAIMS = {
 }
 
 
+OPTIONS = {"hope": {"train_length": TRAIN_LENGTH}}
+"""Options other than the defaults: HoPE with one train_length for every task, as
+experiments/recent.py runs it."""
+
+
 def _run(task: str, name: str, model: ModelConfig, train, seed: int) -> RunConfig:
-    task_obj = tasks.get(task)
-    options, sampler = {}, positions.get("contiguous")
-    if name == "hope":  # one label for every task, as experiments/recent.py runs it
-        options = {"train_length": TRAIN_LENGTH}
-    if name == "mrope":
-        sampler = positions.get("mrope")
     if name == ASENTMAX:
         name, model = "nape", dataclasses.replace(model, normalization="entmax15")
-    return RunConfig(task=task_obj, encoding=encodings.get(name, **options), model=model,
-                     train=train, positions=sampler, seed=seed)  # fmt: skip
+    encoding = encodings.get(name, **OPTIONS.get(name, {}))
+    # 3-D positions (M-RoPE) on text: the mrope sampler puts each token at its index on all axes.
+    sampler = positions.get("mrope" if encoding.position_axes == 3 else "contiguous")
+    return RunConfig(task=tasks.get(task), encoding=encoding, model=model, train=train,
+                     positions=sampler, seed=seed)  # fmt: skip
 
 
 def encoding_names() -> list[str]:

@@ -21,6 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from pe_research.runs.rows import in_distribution_length, is_failed_row
+from pe_research.sweeps.summary import markdown_table
 
 MULTIPLES = (1, 2, 4, 8)
 """Evaluation lengths of the table, as multiples of the training length (1x: the training
@@ -119,11 +120,6 @@ def order(
     )
 
 
-def _markdown(header: list[str], body: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return lines + ["| " + " | ".join(cells) + " |" for cells in body]
-
-
 def at_a_glance(rows: Iterable[dict[str, Any]], metric: str = "exact_match") -> str:
     """Markdown: encodings (rows, best first) x tasks (columns, easiest first), each cell the
     score at 2x / 8x and the fit count."""
@@ -146,7 +142,7 @@ def at_a_glance(rows: Iterable[dict[str, Any]], metric: str = "exact_match") -> 
         "counting 0; (fit seeds / runs). Encodings are sorted by their mean score at 2x over "
         "the tasks, tasks by theirs over the encodings."
     )
-    return "\n".join([intro, "", *_markdown(["encoding", *tasks], body)]) + "\n"
+    return "\n".join([intro, "", *markdown_table(["encoding", *tasks], body)]) + "\n"
 
 
 def full_table(rows: Iterable[dict[str, Any]]) -> str:
@@ -167,7 +163,7 @@ def full_table(rows: Iterable[dict[str, Any]]) -> str:
         "Means over the seeds that fit; (x): no seed fit, the mean over all seeds, not a "
         "comparison; -: not evaluated at that length."
     )
-    return "\n".join([intro, "", *_markdown(header, body)]) + "\n"
+    return "\n".join([intro, "", *markdown_table(header, body)]) + "\n"
 
 
 def best_per_task(
@@ -193,7 +189,7 @@ def best_per_task(
             )
         body.append([*line, claims.get(task, "")])
     header = ["task", f"best at 2x ({metric} score)", "best at 8x", "published"]
-    return "\n".join(_markdown(header, body)) + "\n"
+    return "\n".join(markdown_table(header, body)) + "\n"
 
 
 def leaderboard_figure(

@@ -165,7 +165,8 @@ def mean_and_spread(values: list[float], digits: int = 3) -> str:
     return f"{mean:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def _markdown(header: list[str], body: list[list[str]]) -> list[str]:
+def markdown_table(header: list[str], body: list[list[str]]) -> list[str]:
+    """The lines of a markdown table, each column padded to its widest cell."""
     widths = [max(len(r[j]) for r in [header, *body]) for j in range(len(header))]
 
     def line(cells: list[str]) -> str:
@@ -290,10 +291,10 @@ def generalization_table(rows: list[dict[str, Any]], metric: str = metrics.DEFAU
         )
     warning = code_warning(rows)
     head = [warning, ""] if warning else []
-    out = [*head, intro, "", *_markdown(header, fit_body)] if fit_body else [*head, intro]
+    out = [*head, intro, "", *markdown_table(header, fit_body)] if fit_body else [*head, intro]
     if unfit_body:
         out += ["", f"Unfit runs, not a comparison of encodings: {_UNFIT_MEANING}", ""]
-        out += _markdown(header, unfit_body)
+        out += markdown_table(header, unfit_body)
     return "\n".join([*out, *notes, *unfit_notes]) + "\n"
 
 
@@ -321,7 +322,7 @@ def steps_to_fit_table(rows: list[dict[str, Any]]) -> str:
     if not body:
         return ""
     header = ["task", "encoding", "fit by the cap", "steps to fit", "step cap"]
-    return "\n".join(_markdown(header, body)) + "\n"
+    return "\n".join(markdown_table(header, body)) + "\n"
 
 
 def failed_runs(rows: list[dict[str, Any]], root: Path | None = None) -> str:
@@ -429,7 +430,7 @@ def published_table(
         f"{', '.join(map(str, lengths))} per run, then mean ± std over seeds; fit: seeds that "
         "learned the task at the training length. Verdicts compare fit runs only."
     )
-    return "\n".join([intro, "", *_markdown(header, body), "", *verdicts]) + "\n"
+    return "\n".join([intro, "", *markdown_table(header, body), "", *verdicts]) + "\n"
 
 
 def write_summary(
