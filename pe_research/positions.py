@@ -306,7 +306,8 @@ class MRoPE:
     """Qwen2-VL's 3-D positions (time, height, width) for M-RoPE (`mrope`, arXiv 2409.12191).
 
     On a 1-D task every token is text: (i, i, i), its index on all three axes, which makes M-RoPE
-    equal to 1-D RoPE. On a grid task every token is an image patch of one frame: (0, row, col);
+    equal to 1-D RoPE. Arithmetic tasks' one-axis coordinates (digit places, read by the coupled
+    samplers) are ignored like any 1-D sampler ignores them: the tokens are numbered. On a grid task every token is an image patch of one frame: (0, row, col);
     on a video task (3 coordinates per token) the task's own (frame, row, col).
     """
 
@@ -318,7 +319,7 @@ class MRoPE:
     def sample(
         self, key: jax.Array, valid_BL: jax.Array, coords_BLA: jax.Array | None = None
     ) -> jax.Array:
-        if coords_BLA is None:
+        if coords_BLA is None or coords_BLA.shape == (*valid_BL.shape, 1):
             pos_BL = Contiguous().sample(key, valid_BL)
             return jnp.repeat(pos_BL[..., None], 3, axis=-1)
         if coords_BLA.shape == (*valid_BL.shape, 3):
@@ -326,7 +327,8 @@ class MRoPE:
         if coords_BLA.shape != (*valid_BL.shape, 2):
             raise ValueError(
                 f"mrope sampler: a task's coordinates must be (row, col) or (frame, row, col), "
-                f"shape {(*valid_BL.shape, 2)} or {(*valid_BL.shape, 3)}, got "
+                f"shape {(*valid_BL.shape, 2)} or {(*valid_BL.shape, 3)} (or one axis, which it "
+                f"ignores), got "
                 f"{tuple(coords_BLA.shape)}; use a 1-D task, the grid task or the video task."
             )
         frame_BL1 = jnp.zeros((*valid_BL.shape, 1), jnp.int32)

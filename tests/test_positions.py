@@ -128,5 +128,12 @@ def test_mrope_sampler_gives_text_its_index_on_every_axis_and_patches_their_cell
     image_BLA = MRoPE().sample(jax.random.key(1), batch.valid, coords_BLA=batch.coords)
     assert (np.asarray(image_BLA[..., 0]) == 0).all()
     np.testing.assert_array_equal(image_BLA[..., 1:], batch.coords)
+    # Addition's digit places ([B, L, 1], the coupled samplers' input) are text to M-RoPE.
+    sums = tasks.get("addition").sample(jax.random.key(0), 4, 3, pad_to=24)
+    assert sums.coords is not None and sums.coords.shape == (4, 24, 1)
+    sums_BLA = MRoPE().sample(jax.random.key(1), sums.valid, coords_BLA=sums.coords)
+    flat_BL = Contiguous().sample(jax.random.key(1), sums.valid)
+    for a in range(3):
+        np.testing.assert_array_equal(sums_BLA[..., a], flat_BL)
     with pytest.raises(ValueError, match=r"must be \(row, col\) or \(frame, row, col\)"):
         MRoPE().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 4), jnp.int32))
