@@ -307,8 +307,9 @@ class MRoPE:
 
     On a 1-D task every token is text: (i, i, i), its index on all three axes, which makes M-RoPE
     equal to 1-D RoPE. Arithmetic tasks' one-axis coordinates (digit places, read by the coupled
-    samplers) are ignored like any 1-D sampler ignores them: the tokens are numbered. On a grid task every token is an image patch of one frame: (0, row, col);
-    on a video task (3 coordinates per token) the task's own (frame, row, col).
+    samplers) are ignored like any 1-D sampler ignores them: the tokens are numbered. On a grid
+    task every token is an image patch of one frame: (0, row, col); on a video task (3
+    coordinates per token) the task's own (frame, row, col).
     """
 
     name: ClassVar[str] = "mrope"
