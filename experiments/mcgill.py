@@ -133,28 +133,45 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   (recomputed from the released runs) and for us. Why: we run three of their tasks, so the
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
-Runtime and result, copy only (`pe-research sweep mcgill --tasks copy --workers 2`, 2026-12-02,
-code of commit e5a8b27, the 2-core machine alone, fp32 peak 121 GFLOP/s that day): 1 h 3 min
-for 21 runs in 7 trainings, about 2 steps a second per worker for 3 packed seeds; 17 of 21 fit.
-Exact match over lengths 21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds):
+Runtime and result, all three tasks at the cpu scale, 3 seeds, 2026-12-02 on the 2-core machine
+(fp32 peak 121 GFLOP/s that day): copy with `pe-research sweep mcgill --tasks copy --workers 2`
+(code of commit e5a8b27, the machine alone: 1 h 3 min for 21 runs in 7 trainings), count_copy
+and reverse with `--tasks count_copy reverse --workers 2` (commit e7d819d, 2 h 17 min for 42
+runs in 14 trainings, the first 40 min niced beside a CI run; neither commit between them
+changes these programs); 45 of 63 fit (copy 17/21, count_copy 21/21, reverse 7/21). Exact
+match over lengths 21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds), paper's
+from their released runs:
 
-    encoding                  here                 paper (their runs)
-    alibi                     .894 +- .020 (3/3)   .33
-    rope 25% (the paper's)    .253 +- .092 (1/3)   .01
-    t5, the paper's form      .180 +- .048 (3/3)   .42
-    nope                      .149 +- .054 (1/3)   .31
-    t5, ours                  .118 +- .068 (3/3)
-    rope, whole head          .047 +- .010 (3/3)
-    sinusoidal                .024 +- .007 (3/3)   .03
+    encoding                copy                count_copy          reverse             MRR us/them
+    nope                    .149 +- .054 (1/3)  .795 +- .196 (3/3)  .169 +- .014 (1/3)  .43 / .69
+    t5, the paper's form    .180 +- .048 (3/3)  .000 +- .000 (3/3)  .008 +- .003 (0/3)  .25 / .78
+    alibi                   .894 +- .020 (3/3)  .136 +- .034 (3/3)  .246 +- .016 (0/3)  .61 / .36
+    rope 25% (the paper's)  .253 +- .092 (1/3)  .814 +- .032 (3/3)  .342 +- .077 (0/3)  .76 / .24
+    sinusoidal              .024 +- .007 (3/3)  .001 +- .001 (3/3)  .030 +- .002 (3/3)  .23 / .22
+    t5, ours                .118 +- .068 (3/3)  .000 +- .000 (3/3)  .196 +- .054 (1/3)
+    rope, whole head        .047 +- .010 (3/3)  .001 +- .001 (3/3)  .046 +- .043 (2/3)
+    paper (their runs)      .42/.31/.33/.01/.03 .77/.99/.29/.00/.00 .24/.23/.17/.08/.02
+                            (t5 / nope / alibi / rope 25% / sinusoidal)
 
-With the end token, every length 21-40 and T5 and Rotary as the paper ran them, ALiBi still
-leads copy by far (.89 against the paper's .33) and the paper's T5 stays below it (.18 against
-.42): the end token was not what put ALiBi first in the last round. The differences that remain
-(model size and block, a learning rate 100x the paper's for at most 2,000 steps instead of
-40,000, the last step instead of the best checkpoint) are the candidates; the `gpu` or `paper`
-scale is the test. NoPE and Rotary 25% fit 1 seed in 3 within the 2,000-step cap (exact match at
-20 of .85-.92 for the others). count_copy and reverse: not yet run with the current code.
-docs/reproductions.md (`pe-research report`) sets these beside the paper's curves.
+MRR here ranks every run; with unfit runs ranked last it is nope .47, t5 .27, alibi .55, rope
+25% .54, sinusoidal .46 (summary.md has both). Verdict against the paper, task by task:
+- count_copy agrees where the paper's claim lies: ALiBi fails exactly where it must stop (.14,
+  the paper's .29; its curve falls between lengths 22 and 26, the paper's between 25 and 28)
+  and NoPE generalizes (.80, .99).
+- copy still disagrees: ALiBi leads (.89 against .33) with the end token, every length 21-40
+  and T5 and Rotary as the paper ran them, so the end token was not what put it first.
+- T5 disagrees in both forms: 0 on count_copy beyond 20 (the paper's .77) and .01 (the paper's
+  form) on reverse; and the paper's Rotary 25% generalizes on count_copy (.81) where theirs has
+  0. Neither is explained yet (scripts/t5_count_copy.py shows the earlier per-layer T5 stopping
+  early).
+- reverse: only sinusoidal fits all 3 seeds within the 2,000-step cap (exact match at 20 of
+  .41-.95 for the 14 unfit runs), so its row is not a comparison.
+So the MRR verdict changed from the last round (ALiBi .83 first) to Rotary 25% .76, ALiBi .61,
+NoPE .43, T5 last at .25, against the paper's T5 .78, NoPE .69 first. The differences that
+remain (model size and block, a learning rate 100x the paper's for at most 2,000 steps instead
+of 40,000, the last step instead of the best checkpoint) are the candidates; the `gpu` or
+`paper` scale is the test. docs/reproductions.md (`pe-research report`) sets these beside the
+paper's curves.
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
 each (copy alone took 1 h 3 min, above). scripts/sweep_cost.py timed two of its trainings in
