@@ -162,8 +162,13 @@ MRR here ranks every run; with unfit runs ranked last it is nope .47, t5 .27, al
   and T5 and Rotary as the paper ran them, so the end token was not what put it first.
 - T5 disagrees in both forms: 0 on count_copy beyond 20 (the paper's .77) and .01 (the paper's
   form) on reverse; and the paper's Rotary 25% generalizes on count_copy (.81) where theirs has
-  0. Neither is explained yet (scripts/t5_count_copy.py shows the earlier per-layer T5 stopping
-  early).
+  0. Neither is explained yet. `python scripts/t5_count_copy.py --from-sweep runs/mcgill`
+  dissects the six T5 runs from their final checkpoints: both forms are 0 from length 21 on;
+  at 24-40 they emit END too early, and undercount more the longer the prompt (the paper's
+  form stops after 20-21 answers at n = 24, 25-29 at n = 40; ours after 17-18 at 24). Setting
+  the table rows that training never reached (buckets 24-28) to 0, or to the last trained row,
+  leaves every exact match at 0, so those rows are not the cause: the models count with the
+  bucketed distances they were trained on, and that count does not carry past 20.
 - reverse: only sinusoidal fits all 3 seeds within the 2,000-step cap (exact match at 20 of
   .41-.95 for the 14 unfit runs), so its row is not a comparison.
 So the MRR verdict changed from the last round (ALiBi .83 first) to Rotary 25% .76, ALiBi .61,

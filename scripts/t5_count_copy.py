@@ -1,5 +1,6 @@
 """Why does T5's relative bias score 0 on count_copy beyond the training length here?
 
+    python scripts/t5_count_copy.py --from-sweep runs/mcgill [--out runs/t5_count_copy]
     python scripts/t5_count_copy.py [--out runs/t5_count_copy] [--seeds 0 1 2] [--preset fit]
 
 Kazemnejad et al. (2023) report T5 at .77 exact match on count_copy at lengths 21-40 after
@@ -10,8 +11,10 @@ exact, then log-spaced up to 128), a count_copy sequence of n symbols spans dist
 buckets 24-28 too, whose rows hold their random initialisation (std d_model**-0.5) because no
 gradient ever reached them.
 
-It trains the McGill experiment's CPU T5 run on count_copy (same config, the seeds packed, until
-fit), then evaluates the trained parameters three ways at 20-40:
+With --from-sweep it reads the finished count_copy T5 runs of a mcgill sweep folder (both forms,
+ours and the paper's shared unscaled table, every seed, from their final checkpoints: nothing is
+trained); without it, it trains the CPU T5 run on count_copy here (the seeds packed, until fit).
+It then evaluates the trained parameters three ways at every evaluated length:
 
   as trained    the untrained rows keep their random initialisation
   zeroed        the untrained rows set to 0 (no bias for distances training never saw)
@@ -19,8 +22,16 @@ fit), then evaluates the trained parameters three ways at 20-40:
                 bucket scheme ended at the training range
 
 If the zeroed or clamped parameters generalize where the trained ones do not, the untrained rows
-are the cause, not model size or training length. It also prints, per layer and head, the size
-of the trained rows next to the untrained ones. Rows go to OUT/t5_count_copy.json.
+are the cause, not model size or training length. It also prints how many answers the models
+emit before END, and per table the size of the trained rows next to the untrained ones. Rows go
+to OUT/t5_count_copy.json (OUT/<encoding folder>/ with --from-sweep).
+
+Result on the mcgill sweep of 2026-12-02 (`--from-sweep runs/mcgill`, 44 min on the 2-core
+machine niced beside a sweep): exact match over 21-40 is 0.000 as trained, zeroed and clamped,
+in both forms and every seed. Both emit END too early, and by more the longer the prompt: the
+paper's form after 20-21 answers at n = 24 and 25-29 at n = 40, ours after 17-18 at n = 24. The
+untrained rows are smaller than the trained ones (mean |bias| .08-.12 against .24-.34) and are
+not the cause.
 """
 
 from __future__ import annotations
@@ -35,9 +46,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from pe_research import encodings, tasks, train
+from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.encodings.bias import t5_relative_bucket
+from pe_research.essay import analysis
 from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
 from pe_research.tasks import bucket
 from pe_research.training import evaluate
@@ -62,12 +74,12 @@ def _bucket(cfg: RunConfig, distance: int) -> int:
     return int(b)
 
 
-def stop_counts(cfg: RunConfig, graphdef, params_S) -> dict[int, list[int]]:
+def stop_counts(cfg: RunConfig, graphdef, params_S, lengths) -> dict[int, list[int]]:
     """Per evaluation length n, for every seed and evaluated sequence, how many answer symbols
     the model emits (argmax under teacher forcing) before its first END (n is right)."""
     out = {}
     root = jax.random.key(cfg.eval.seed)
-    for n in LENGTHS:
+    for n in lengths:
         batch, pos_BL = evaluate.eval_inputs(cfg, root, jnp.int32(n), bucket(2 * n + 1))
         counts = []
         for k in range(jax.tree.leaves(params_S)[0].shape[0]):
@@ -93,9 +105,106 @@ def with_rows(params_S, untrained: list[int], source: int | None):
     return jax.tree_util.tree_map_with_path(edit, params_S)
 
 
+def finished_runs(sweep: Path) -> dict[str, list[Path]]:
+    """The finished count_copy runs of a mcgill sweep folder with a T5 bias, by encoding folder
+    (ours, `t5`, and the paper's form, `t5_shared=True_scaled=False`)."""
+    groups: dict[str, list[Path]] = {}
+    for config in sorted(sweep.glob("count_copy*/t5*/seed*/config.json")):
+        run_dir = config.parent
+        if runs.is_done(run_dir):
+            groups.setdefault(run_dir.parent.name, []).append(run_dir)
+    if not groups:
+        raise SystemExit(
+            f"{sweep} holds no finished count_copy run with a T5 bias: run `pe-research sweep "
+            "mcgill --tasks count_copy` first (it writes runs/mcgill), or leave out --from-sweep "
+            "to train here."
+        )
+    return groups
+
+
+def load_group(run_dirs: list[Path]) -> tuple[RunConfig, nnx.GraphDef, object, list[int]]:
+    """The first run's config, and the runs' final parameters stacked on a leading seed axis."""
+    cfgs = [runs.load_config(d) for d in run_dirs]
+    loaded = [analysis.trained_model(d, c) for d, c in zip(run_dirs, cfgs, strict=True)]
+    for d, (_, _, source) in zip(run_dirs, loaded, strict=True):
+        print(f"{d}: {source}")
+    params_S = jax.tree.map(lambda *xs: jnp.stack(xs), *[p for _, p, _ in loaded])
+    return cfgs[0], loaded[0][0], params_S, [c.seed for c in cfgs]
+
+
+def dissect(base: RunConfig, graphdef, params_S, seeds: list[int], out: Path) -> None:
+    """Evaluate the trained models as trained, with the untrained rows zeroed and clamped; where
+    they stop; the size of the rows. Prints tables and writes OUT/t5_count_copy.json."""
+    longest = max(base.eval.lengths)
+    trained = sorted(reached_buckets(base, base.train.train_length))
+    untrained = sorted(reached_buckets(base, longest) - set(trained))
+    print(f"\n{base.encoding}: buckets training reaches (n <= {base.train.train_length}): "
+          f"{trained[0]}-{trained[-1]}; evaluation to n = {longest} adds {untrained}")  # fmt: skip
+
+    variants = {
+        "as trained": params_S,
+        "zeroed": with_rows(params_S, untrained, None),
+        "clamped": with_rows(params_S, untrained, trained[-1]),
+    }
+    beyond = [n for n in base.eval.lengths if n > base.train.train_length]
+    shown = [n for n in LENGTHS if n in base.eval.lengths]
+    results = {}
+    for name, params in variants.items():
+        rows_S = evaluate.evaluate_packed(base, graphdef, params)
+        results[name] = {
+            row["length"]: [rows[i]["exact_match"] for rows in rows_S]
+            for i, row in enumerate(rows_S[0])
+        }
+    head = f"{beyond[0]}-{beyond[-1]} mean" if beyond else ""
+    print("\nexact match, mean over seeds (min-max):")
+    print("variant       " + "".join(f"{n:>14}" for n in shown) + f"{head:>14}")
+    for name, by_length in results.items():
+        cells = [f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" for n, v in by_length.items()
+                 if n in shown]  # fmt: skip
+        overall = np.mean([by_length[n] for n in beyond]) if beyond else float("nan")
+        print(f"{name:<14}" + "".join(f"{c:>14}" for c in cells) + f"{overall:>14.3f}")
+
+    sep_bucket = _bucket(base, base.train.train_length)
+    print("\nwhere the trained models stop: answers emitted before END (teacher forced), and the")
+    print(f"bucket of the distance from that answer to SEP (training: distances <= "
+          f"{base.train.train_length}, buckets <= {sep_bucket}):")  # fmt: skip
+    stops = stop_counts(base, graphdef, params_S, shown)
+    for n, counts in stops.items():
+        ends = sorted(set(counts))
+        print(f"  n = {n}: stops after {ends} answers, SEP distance buckets "
+              f"{sorted({_bucket(base, c) for c in ends})}")  # fmt: skip
+    print("\nmean |bias| of the trained rows vs the untrained rows, per table (over heads, seeds):")
+    sizes = []
+    for path, x in jax.tree_util.tree_flatten_with_path(params_S)[0]:
+        if "table_NH" in jax.tree_util.keystr(path):
+            x = np.asarray(x)  # [S, buckets, heads]
+            t, u = np.abs(x[:, trained]).mean(), np.abs(x[:, untrained]).mean()
+            sizes.append({"table": jax.tree_util.keystr(path), "trained": float(t),
+                          "untrained": float(u)})  # fmt: skip
+            print(f"  {jax.tree_util.keystr(path)}: trained {t:.3f}, untrained {u:.3f}")
+    out.mkdir(parents=True, exist_ok=True)
+    runs.write_atomic(
+        out / "t5_count_copy.json",
+        json.dumps({
+            "encoding": str(base.encoding),
+            "trained_buckets": trained,
+            "untrained_buckets": untrained,
+            "exact_match": results,
+            "bias_sizes": sizes,
+            "seeds": seeds,
+            "stops": stops,
+        }, indent=1) + "\n",
+    )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/t5_count_copy"))
+    parser.add_argument(
+        "--from-sweep", type=Path, default=None, metavar="DIR",
+        help="dissect the finished count_copy T5 runs of a mcgill sweep (e.g. runs/mcgill: "
+        "both T5 forms, every seed, from their final checkpoints) instead of training here",
+    )  # fmt: skip
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
         "--steps", type=int, default=None, help="step cap (default: the preset's, 500 or 2,000)"
@@ -106,6 +215,11 @@ def main() -> None:
         "fit: today's (4 layers, the main job's recipe until fit, at training length 20)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.from_sweep is not None:
+        for name, run_dirs in finished_runs(args.from_sweep).items():
+            base, graphdef, params_S, seeds = load_group(run_dirs)
+            dissect(base, graphdef, params_S, seeds, args.out / name)
+        return
     if args.preset == "fit":
         model, training = FIT_MODEL, dataclasses.replace(FIT_TRAIN, train_length=20)
     else:
@@ -123,60 +237,7 @@ def main() -> None:
     graphdef, params_S = train.train_group(
         cfgs, [args.out / f"seed{s}" for s in args.seeds], progress=True
     )
-    trained = sorted(reached_buckets(base, base.train.train_length))
-    untrained = sorted(reached_buckets(base, max(LENGTHS)) - set(trained))
-    print(f"buckets training reaches (n <= 20): {trained[0]}-{trained[-1]}; "
-          f"evaluation at n = 24-40 adds {untrained}")  # fmt: skip
-
-    variants = {
-        "as trained": params_S,
-        "zeroed": with_rows(params_S, untrained, None),
-        "clamped": with_rows(params_S, untrained, trained[-1]),
-    }
-    results = {}
-    for name, params in variants.items():
-        rows_S = evaluate.evaluate_packed(base, graphdef, params)
-        results[name] = {
-            n: [rows[i]["exact_match"] for rows in rows_S] for i, n in enumerate(LENGTHS)
-        }
-    print("\nexact match, mean over seeds (min-max):")
-    print("variant       " + "".join(f"{n:>14}" for n in LENGTHS))
-    for name, by_length in results.items():
-        cells = [f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" for v in by_length.values()]
-        print(f"{name:<14}" + "".join(f"{c:>14}" for c in cells))
-
-    print("\nwhere the trained models stop: answers emitted before END (teacher forced), and the")
-    print("bucket of the distance from that answer to SEP (training: distances <= 20, buckets <= "
-          f"{_bucket(base, 20)}):")  # fmt: skip
-    stops = stop_counts(base, graphdef, params_S)
-    for n, counts in stops.items():
-        shown = sorted(set(counts))
-        print(f"  n = {n}: stops after {shown} answers, SEP distance buckets "
-              f"{sorted({_bucket(base, c) for c in shown})}")  # fmt: skip
-    print("\nmean |bias| of the trained rows vs the untrained rows, per layer (over heads, seeds):")
-    sizes = []
-    for path, x in jax.tree_util.tree_flatten_with_path(params_S)[0]:
-        if "table_NH" in jax.tree_util.keystr(path):
-            x = np.asarray(x)  # [S, buckets, heads]
-            t, u = np.abs(x[:, trained]).mean(), np.abs(x[:, untrained]).mean()
-            sizes.append({"table": jax.tree_util.keystr(path), "trained": float(t),
-                          "untrained": float(u)})  # fmt: skip
-            print(f"  {jax.tree_util.keystr(path)}: trained {t:.3f}, untrained {u:.3f}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "t5_count_copy.json").write_text(
-        json.dumps(
-            {
-                "trained_buckets": trained,
-                "untrained_buckets": untrained,
-                "exact_match": results,
-                "bias_sizes": sizes,
-                "seeds": args.seeds,
-                "stops": stops,
-            },
-            indent=1,
-        )
-        + "\n"  # fmt: skip
-    )
+    dissect(base, graphdef, params_S, args.seeds, args.out)
 
 
 if __name__ == "__main__":
