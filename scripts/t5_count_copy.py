@@ -147,7 +147,7 @@ def dissect(base: RunConfig, graphdef, params_S, seeds: list[int], out: Path) ->
         "clamped": with_rows(params_S, untrained, trained[-1]),
     }
     beyond = [n for n in base.eval.lengths if n > base.train.train_length]
-    shown = [n for n in LENGTHS if n in base.eval.lengths]
+    shown = [n for n in LENGTHS if n in base.eval.lengths] or list(base.eval.lengths)
     results = {}
     for name, params in variants.items():
         rows_S = evaluate.evaluate_packed(base, graphdef, params)

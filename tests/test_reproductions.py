@@ -3,6 +3,7 @@ scales that match the papers and train, coupled offsets that cover the evaluated
 paper's numbers recomputed from released results, and the report read from run directories."""
 
 import dataclasses
+import importlib.util
 import json
 import re
 import subprocess
@@ -14,8 +15,8 @@ import jax
 import numpy as np
 import pytest
 
-from pe_research import positions, runs, train
-from pe_research.config import ModelConfig
+from pe_research import encodings, positions, runs, tasks, train
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.sweeps import cost, experiments, protocol, report, summary, sweep
 from pe_research.training.step import sample_groups
 
@@ -241,6 +242,53 @@ def test_mcgill_numbers_are_recomputed_from_per_run_results(tmp_path):
             "alibi": (1 / 2 + 1 / 3 + 1 / 2) / 3, "rope": 1 / 4, "sinusoidal": 1 / 5}  # fmt: skip
     for name, value in want.items():
         assert f"'{name}': {value:.4f}," in out, (name, out)
+
+
+def test_t5_count_copy_dissects_a_sweeps_own_runs(tmp_path, monkeypatch, capsys):
+    """scripts/t5_count_copy.py --from-sweep on a tiny finished T5 count_copy run laid out as a
+    mcgill sweep: its 'as trained' evaluation is the run's own, and the edited tables differ
+    from the trained one exactly in the rows training never reached."""
+    spec = importlib.util.spec_from_file_location(
+        "t5_count_copy", ROOT / "scripts" / "t5_count_copy.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cfg = RunConfig(
+        task=tasks.get("count_copy", alphabet=8),
+        encoding=encodings.get("t5", shared=True, scaled=False),
+        model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
+        train=TrainConfig(steps=5, batch_size=8, train_length=4, log_every=5),
+        eval=EvalConfig(lengths=(4, 6, 8), batch_size=8),
+    )
+    run = tmp_path / "sweep" / "count_copy_alphabet=8" / "t5_shared=True_scaled=False" / "seed0"
+    train.train(cfg, run, progress=False)
+    monkeypatch.setattr(sys, "argv", ["t5_count_copy.py", "--from-sweep", str(tmp_path / "sweep"),
+                                      "--out", str(tmp_path / "out")])  # fmt: skip
+    script.main()
+    assert "stops after" in capsys.readouterr().out
+    got = json.loads(
+        (tmp_path / "out" / "t5_shared=True_scaled=False" / "t5_count_copy.json").read_text()
+    )
+    # A causal model reads 2n + 1 tokens: distances to 8 in training (a bucket each below 16),
+    # to 16 at n = 8.
+    assert got["trained_buckets"] == list(range(9))
+    assert got["untrained_buckets"] == list(range(9, 17))
+    own = {r["length"]: r["exact_match"] for r in runs.read_jsonl(run / runs.EVAL)}
+    as_trained = {int(n): v[0] for n, v in got["exact_match"]["as trained"].items()}
+    assert as_trained == pytest.approx(own)
+
+    _, _, params_S, seeds = script.load_group([run])
+    assert seeds == [0]
+    table = np.asarray(params_S["pe"]["table_NH"][...])
+    zeroed = np.asarray(
+        script.with_rows(params_S, got["untrained_buckets"], None)["pe"]["table_NH"][...]
+    )
+    clamped = np.asarray(
+        script.with_rows(params_S, got["untrained_buckets"], 8)["pe"]["table_NH"][...]
+    )
+    assert not np.any(zeroed[:, 9:17]) and np.array_equal(zeroed[:, :9], table[:, :9])
+    assert np.array_equal(clamped[:, 9:17], np.repeat(table[:, 8:9], 8, axis=1))
+    assert np.array_equal(zeroed[:, 17:], table[:, 17:])
 
 
 # -- the report -----------------------------------------------------------------------------------
