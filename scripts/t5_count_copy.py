@@ -157,12 +157,12 @@ def dissect(base: RunConfig, graphdef, params_S, seeds: list[int], out: Path) ->
         }
     head = f"{beyond[0]}-{beyond[-1]} mean" if beyond else ""
     print("\nexact match, mean over seeds (min-max):")
-    print("variant       " + "".join(f"{n:>14}" for n in shown) + f"{head:>14}")
+    print("variant       " + "".join(f"{n:>18}" for n in shown) + f"{head:>14}")
     for name, by_length in results.items():
         cells = [f"{np.mean(v):.2f} ({min(v):.2f}-{max(v):.2f})" for n, v in by_length.items()
                  if n in shown]  # fmt: skip
         overall = np.mean([by_length[n] for n in beyond]) if beyond else float("nan")
-        print(f"{name:<14}" + "".join(f"{c:>14}" for c in cells) + f"{overall:>14.3f}")
+        print(f"{name:<14}" + "".join(f"{c:>18}" for c in cells) + f"{overall:>14.3f}")
 
     sep_bucket = _bucket(base, base.train.train_length)
     print("\nwhere the trained models stop: answers emitted before END (teacher forced), and the")
