@@ -12,13 +12,34 @@ training length are new.
 
 The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_model 64, lr
 3e-3 after 200 warm-up steps, each run trained until it fits, exact match >= 0.95 at 16, checked
-every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 45 runs in 15 trainings.
+every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 45 runs in 3 trainings (the
+base is a packable number: every base and seed of a task trains as one program).
 
-Runtime and result: not yet run with the current code. Expected cost: 45 runs in 15 trainings of
-3 packed seeds, at most 2,000 steps each. scripts/sweep_cost.py timed two of its trainings in
-two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 0.35-1.2 s
-per step at a measured fp32 matmul peak of 21.8 GFLOP/s (8.8 h at the step caps on one process),
-0.26-0.43 s at 40.7 GFLOP/s (3.1 h). Scaled to a quiet day's peak of about 125 GFLOP/s: 1-1.5 h.
+Runtime and result (`pe-research sweep rope_base --tasks T` for T = offset, copy, reverse,
+2026-12-02, code of commits e1def6b (offset, copy) and fe58d65 (reverse; the commits between
+change neither the package nor this file), then `pe-research sweep rope_base` to summarize):
+43 min 16 s of wall time on the 2-core machine for all 45 runs: offset 2 min 16 s, then copy 30
+min 24 s and reverse 23 min 56 s, 13 min of them side by side (and a niced test run beside).
+Every one of the 45 runs fits (exact match >= .95 at 16). Token accuracy and exact match at 2x /
+4x / 8x, mean over 3 seeds:
+
+    base     steps to fit     token accuracy                          exact match
+             (copy rev off)   copy          reverse       offset      offset (copy, reverse: 0)
+    1e2      900 333 100      .06 .06 .06   .32 .11 .08   1.0 1.0 .99   1.0 .96 .55
+    1e3      1000 567 100     .06 .06 .06   .38 .13 .08   1.0 1.0 .99   1.0 .92 .28
+    1e4      900 733 100      .08 .06 .06   .48 .23 .12   .99 .93 .81   .83 .02 0
+    1e5      867 767 100      .06 .06 .06   .54 .26 .13   .98 .87 .68   .59 0 0
+    1e6      867 767 100      .06 .06 .07   .29 .19 .12   .98 .76 .50   .47 0 0
+
+What it shows, with 3 seeds and every run fit (the earlier one-seed protocol, below, agreed):
+- On offset, the task whose rule is a fixed relative distance, the smaller the base the
+  further RoPE extrapolates: base 100 keeps 96% exact match at 4x and 55% at 8x, the usual 1e4
+  2% at 4x, and 1e5 and 1e6 lose it by 4x. With a small base every channel turns full circles
+  within the training length, so the angles met at long range were already seen in training;
+  with a large base the slow channels reach angles training never produced.
+- On copy and reverse no base extrapolates: exact match is 0 at 2x for every base and seed,
+  copy's token accuracy is at chance (1/16) from 2x, and reverse's falls to .08-.13 by 8x. On
+  reverse the small bases, which help offset, are worst at 2x (.32 and .38 against .48-.54).
 
 Earlier protocol (2 layers, 500 steps, seed 0, no fit check; 12 min 50 s on the 2-core machine,
 shared with another sweep): token accuracy in distribution / 2x / 4x / 8x. These numbers come
@@ -31,7 +52,7 @@ from runs that were not required to fit and do not compare with a rerun of the p
     1e5      .99 /.06 /.07 /.06    .98 /.47 /.14 /.09    1.0 /.96 /.71 /.48
     1e6      1.0 /.06 /.06 /.07    .99 /.28 /.10 /.08    1.0 /.97 /.64 /.37
 
-What the earlier protocol showed (one seed, not rerun):
+What the earlier protocol showed (one seed; superseded by the runs above):
 - On offset, the task whose rule is a fixed relative distance, a small base extrapolates far
   better: base 100 keeps 99% exact match at 2x and 3x, 32% at 4x and 88% token accuracy at 8x,
   where the usual 1e4 has 5% exact match at 2x and 53% token accuracy at 8x. With a small base
