@@ -17,30 +17,53 @@ pairs, sections (2, 3, 3) for time, height, width):
 - `interleaved` (Qwen3-VL): t, h, w, t, h, w, ... over the whole spectrum;
 - `time_low` (VideoRoPE's frequency allocation): time on the 2 lowest frequencies.
 
-Beside them: 1-D RoPE over the flattened sequence (the offset of one frame is then 9 tokens at
-every length, so it states the rule too; what it lacks is the frame boundary). Axial 3-D RoPE
-(`rope_nd`, axes=3) needs head_dim divisible by 6, which the default model's 16 is not. Trained
+Beside them: 1-D RoPE over the flattened sequence, where an answer cell sits 9n + 13 tokens
+after its source (n frames of 9 cells, SEP, one frame and one row back): a distance that grows
+with n, so training on 1-4 frames never shows the ones met beyond. Axial 3-D RoPE (`rope_nd`,
+axes=3) needs head_dim divisible by 6, which the main job's model's 16 is not. Trained
 on 1-4 frames, evaluated on 4, 6, 8, 12 and 16 frames; the question is which layout keeps exact
 match when time runs past the frames of training. VideoRoPE argues for low temporal frequencies
 on long videos; with time on the highest frequencies (blocks) a frame offset is a large angle,
 with time_low a tiny one.
 
-Runtime and result: not yet run. Cost, estimated from 16 timed steps of each configuration of
-this code (train.make_train_step at this file's CPU preset, seed 0) on the shared
-2-core machine at load average 11 (2026-12-01): 390-590 ms per step, compile 40-46 s, where in
-the same hour the default experiment's RoPE step (copy, batch 64; about 25 ms on an idle
-machine, README "Speed") took 380-630 ms. So a step here costs about what that one does: 12
-runs x 600 steps at about 30 ms, 4 compiles and the evaluations up to 16 frames (289 tokens) come
-to roughly 10 minutes on an idle 2-core machine.
+The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_model 64, 4
+heads of 16, lr 3e-3 after 200 warm-up steps, each run trained until it fits, exact match >= .95
+at 4 frames, checked every 100 steps, at most 2,000 steps), 3 seeds: 12 runs in 4 trainings.
+
+Runtime and result (`pe-research sweep mrope_video --workers 2`, 2026-12-02, commit 90ef4ca
+with this preset, committed right after; the 2-core machine alone): 22 min 20 s for 12 runs in
+4 trainings; all 12 fit. Token accuracy at 6 / 8 / 12 / 16 frames and exact match at 6, mean over
+3 seeds (steps to fit):
+
+    layout                        token accuracy          exact match at 6   steps to fit
+    interleaved (Qwen3-VL)        .99 / .84 / .69 / .58   .82                700
+    time_low (VideoRoPE)          .76 / .59 / .34 / .21   0                  933
+    blocks (Qwen2-VL)             .59 / .25 / .15 / .11   0                  1,467
+    1-D RoPE, flattened           .07 / .06 / .06 / .06   0                  200
+
+Every run's exact match is 0 from 8 frames on (chance token accuracy is 1/16). Spreading time
+over the whole spectrum (interleaved) keeps the rule furthest past the training frames; time on
+the highest frequencies (blocks) loses it soonest, and also takes twice as many steps to fit:
+with 8 pairs, blocks leaves width the three lowest frequencies (base^-5/8 to base^-7/8, angles
+under .01 rad across the 3 columns). 1-D RoPE fits first and fails at once beyond: the frame
+distance from an answer cell to its source grows with the number of frames.
+
+The earlier preset (2 layers, 600 steps, batch 32, no fit check; `pe-research sweep mrope_video
+--workers 2`, 2026-12-02, code of commit 90ef4ca, 7 min 20 s on the 2-core machine) left 8 of 12
+runs unfit, so it compared nothing: exact match at 4 frames (the training length) of blocks 0 /
+0 / 0, time_low 0 / 0 / 0, interleaved .68 / .97 / .71 (seeds 0-2), 1-D RoPE 1.0 in all three;
+beyond 4 frames the fit runs had interleaved (seed 1) .80 at 6 frames and .02 at 8, RoPE 0 at 6.
 """
 
-from pe_research import encodings, positions, tasks
-from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-from pe_research.sweeps.experiments import GPU_MODEL, gpu_train
+import dataclasses
 
-CPU_TRAIN = TrainConfig(steps=600, batch_size=32, train_length=4)
+from pe_research import encodings, positions, tasks
+from pe_research.config import EvalConfig, RunConfig
+from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, GPU_MODEL, gpu_train
+
 SCALES = {
-    "cpu": (ModelConfig(), CPU_TRAIN, (4, 6, 8, 12, 16)),
+    # The main job's recipe (experiments/default.py): 4 layers, until fit, at most 2,000 steps.
+    "cpu": (FIT_MODEL, dataclasses.replace(FIT_TRAIN, train_length=4), (4, 6, 8, 12, 16)),
     "gpu": (GPU_MODEL, gpu_train(train_length=8), (8, 12, 16, 24, 32)),
 }
 SEEDS = (0, 1, 2)
