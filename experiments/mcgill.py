@@ -167,8 +167,8 @@ MRR here ranks every run; with unfit runs ranked last it is nope .47, t5 .27, al
   at 24-40 they emit END too early, and undercount more the longer the prompt (the paper's
   form stops after 20-21 answers at n = 24, 25-29 at n = 40; ours after 17-18 at 24). Setting
   the table rows that training never reached (buckets 24-28) to 0, or to the last trained row,
-  leaves every exact match at 0, so those rows are not the cause: the models count with the
-  bucketed distances they were trained on, and that count does not carry past 20.
+  leaves every exact match at 0, so those rows are not the cause: the models do count (where
+  they stop grows with n) but undercount past 20, which NoPE does not.
 - reverse: only sinusoidal fits all 3 seeds within the 2,000-step cap (exact match at 20 of
   .41-.95 for the 14 unfit runs), so its row is not a comparison.
 So the MRR verdict changed from the last round (ALiBi .83 first) to Rotary 25% .76, ALiBi .61,
