@@ -26,8 +26,8 @@ are the cause, not model size or training length. It also prints how many answer
 emit before END, and per table the size of the trained rows next to the untrained ones. Rows go
 to OUT/t5_count_copy.json (OUT/<encoding folder>/ with --from-sweep).
 
-Result on the mcgill sweep of 2026-12-02 (`--from-sweep runs/mcgill`, 44 min on the 2-core
-machine niced beside a sweep): exact match over 21-40 is 0.000 as trained, zeroed and clamped,
+Result on the mcgill sweep of 2026-12-02 (`--from-sweep runs/mcgill`, 1 min 45 s on the idle
+2-core machine): exact match over 21-40 is 0.000 as trained, zeroed and clamped,
 in both forms and every seed. Both emit END too early, and by more the longer the prompt: the
 paper's form after 20-21 answers at n = 24 and 25-29 at n = 40, ours after 17-18 at n = 24. The
 untrained rows are smaller than the trained ones (mean |bias| .08-.12 against .24-.34) and are
@@ -77,18 +77,28 @@ def _bucket(cfg: RunConfig, distance: int) -> int:
 def stop_counts(cfg: RunConfig, graphdef, params_S, lengths) -> dict[int, list[int]]:
     """Per evaluation length n, for every seed and evaluated sequence, how many answer symbols
     the model emits (argmax under teacher forcing) before its first END (n is right)."""
+
+    @jax.jit
+    def predict_SBL(params_S, tokens_BL, pos_BL, valid_BL):
+        logits_S = jax.vmap(lambda p: nnx.merge(graphdef, p)(tokens_BL, pos_BL, valid_BL))
+        return jnp.argmax(logits_S(params_S), -1)
+
     out = {}
     root = jax.random.key(cfg.eval.seed)
     for n in lengths:
-        batch, pos_BL = evaluate.eval_inputs(cfg, root, jnp.int32(n), bucket(2 * n + 1))
-        counts = []
-        for k in range(jax.tree.leaves(params_S)[0].shape[0]):
-            model = nnx.merge(graphdef, jax.tree.map(lambda x, k=k: x[k], params_S))
-            pred_BL = np.asarray(jnp.argmax(model(batch.inputs, pos_BL, batch.valid), -1))
-            for b, mask in enumerate(np.asarray(batch.loss_mask)):
-                ends = np.flatnonzero(pred_BL[b, mask] == cfg.task.end)
-                counts.append(int(ends[0]) if len(ends) else n + 1)
-        out[n] = counts
+        width = bucket(cfg.task.seq_len(n, cfg.model.causal))
+        batch, pos_BL = evaluate.eval_inputs(cfg, root, jnp.int32(n), width)
+        pred_SBL = np.asarray(predict_SBL(params_S, batch.inputs, pos_BL, batch.valid))
+        mask_BL = np.asarray(batch.loss_mask)
+        answer_BL = np.cumsum(mask_BL, axis=-1) - 1  # index of each scored position in the answer
+        end_SBL = (pred_SBL == cfg.task.end) & mask_BL
+        first_SB = np.argmax(end_SBL, axis=-1)
+        count_SB = np.where(
+            end_SBL.any(-1),
+            np.take_along_axis(answer_BL[None], first_SB[..., None], -1)[..., 0],
+            n + 1,
+        )
+        out[n] = [int(c) for c in count_SB.reshape(-1)]
     return out
 
 
@@ -105,25 +115,31 @@ def with_rows(params_S, untrained: list[int], source: int | None):
     return jax.tree_util.tree_map_with_path(edit, params_S)
 
 
-def finished_runs(sweep: Path) -> dict[str, list[Path]]:
-    """The finished count_copy runs of a mcgill sweep folder with a T5 bias, by encoding folder
-    (ours, `t5`, and the paper's form, `t5_shared=True_scaled=False`)."""
-    groups: dict[str, list[Path]] = {}
-    for config in sorted(sweep.glob("count_copy*/t5*/seed*/config.json")):
-        run_dir = config.parent
-        if runs.is_done(run_dir):
-            groups.setdefault(run_dir.parent.name, []).append(run_dir)
+def sweep_runs(sweep: Path) -> dict[str, list[Path]]:
+    """The finished count_copy runs of a mcgill sweep folder with a T5 bias, grouped by their
+    config less the seed (ours and the paper's form, `t5 shared=True scaled=False`), each group
+    named by its encoding folder."""
+    try:
+        found = runs.find_runs([sweep])
+    except (FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"{e} Run `pe-research sweep mcgill --tasks count_copy` first.") from None
+    groups: dict[RunConfig, list[Path]] = {}
+    for run_dir in found:
+        cfg = runs.load_config(run_dir)
+        if cfg.task.name == "count_copy" and cfg.encoding.name == "t5":
+            groups.setdefault(dataclasses.replace(cfg, seed=0), []).append(run_dir)
     if not groups:
         raise SystemExit(
             f"{sweep} holds no finished count_copy run with a T5 bias: run `pe-research sweep "
             "mcgill --tasks count_copy` first (it writes runs/mcgill), or leave out --from-sweep "
             "to train here."
         )
-    return groups
+    return {dirs[0].parent.name: dirs for dirs in groups.values()}
 
 
 def load_group(run_dirs: list[Path]) -> tuple[RunConfig, nnx.GraphDef, object, list[int]]:
-    """The first run's config, and the runs' final parameters stacked on a leading seed axis."""
+    """The first run's config, and the runs' final parameters stacked on a leading seed axis (the
+    runs must differ in their seed only, as `sweep_runs` groups them)."""
     cfgs = [runs.load_config(d) for d in run_dirs]
     loaded = [analysis.trained_model(d, c) for d, c in zip(run_dirs, cfgs, strict=True)]
     for d, (_, _, source) in zip(run_dirs, loaded, strict=True):
@@ -216,7 +232,7 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     if args.from_sweep is not None:
-        for name, run_dirs in finished_runs(args.from_sweep).items():
+        for name, run_dirs in sweep_runs(args.from_sweep).items():
             base, graphdef, params_S, seeds = load_group(run_dirs)
             dissect(base, graphdef, params_S, seeds, args.out / name)
         return
