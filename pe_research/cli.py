@@ -277,7 +277,8 @@ def report(root: tyro.conf.Positional[Path] = Path("runs"), out: Path = Path("do
     OUT/reproductions/): for each experiment that reproduces a paper and has finished runs under
     ROOT (sweep folders ROOT/<experiment>[-<scale>]), the paper's headline figure beside ours,
     the comparison, fit counts, seeds, the scale, a one-line verdict naming the differences that
-    remain, and the protocol table; all numbers read from the run directories.
+    remain, and the protocol table; all numbers read from the run directories. Sections of an
+    earlier page whose runs are not under ROOT are kept, marked as such.
     """
     from pe_research.sweeps import report as report_lib
 

@@ -360,3 +360,37 @@ def test_the_report_is_read_from_run_directories(tmp_path):
     assert f"{(0.875 + at6) / 2:.3f}" in line, line
     with pytest.raises(ValueError, match="No finished runs of a reproduction under"):
         report.write(tmp_path / "empty", tmp_path / "docs", folder=folder)
+
+
+def test_the_report_keeps_the_sections_of_sweeps_run_elsewhere(tmp_path):
+    """Reporting one sweep does not erase another's section when that sweep's runs are not under
+    the root: it is kept, marked, with its own numbers, until its runs are reported again."""
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
+    other = textwrap.dedent(TINY_REPRODUCTION).replace("Tiny et al. 2099", "Other et al. 2098")
+    (folder / "other.py").write_text(other)
+    here, there, docs = tmp_path / "here", tmp_path / "there", tmp_path / "docs"
+    sweep.run_experiment(str(folder / "tiny.py"), here / "tiny", progress=False)
+    sweep.run_experiment(str(folder / "other.py"), there / "other", progress=False)
+    first = report.write(here, docs, folder=folder)[0].read_text()
+    assert "## Tiny et al. 2099" in first and "Other et al." not in first
+    tiny_section = first[first.index("## Tiny et al. 2099") :].rstrip("\n")
+
+    page = report.write(there, docs, folder=folder)[0].read_text()
+    kept = report.KEPT.format(root=there)
+    assert page.index("## Other et al. 2098") < page.index("## Tiny et al. 2099")  # file order
+    tiny_now = page[page.index("## Tiny et al. 2099") :].rstrip("\n")
+    assert tiny_now.count(kept) == 1
+    # Everything but the mark is the section as it was written from its runs.
+    assert tiny_now.replace(f"\n\n{kept}", "") == tiny_section
+    other_now = page[: page.index("## Tiny et al. 2099")]
+    assert "Kept from" not in other_now
+
+    # Reported again from elsewhere: still one mark; from its runs again: fresh, no mark.
+    page = report.write(there, docs, folder=folder)[0].read_text()
+    assert page.count("Kept from the page written before") == 1
+    page = report.write(here, docs, folder=folder)[0].read_text()
+    tiny_now = page[page.index("## Tiny et al. 2099") :]
+    assert "Kept from" not in tiny_now.split("## ")[1]
+    assert page[: page.index("## Tiny et al. 2099")].count(report.KEPT.format(root=here)) == 1

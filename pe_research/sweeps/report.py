@@ -8,13 +8,15 @@ code and on which machine the runs were made.
 Every number comes from the run directories under RUNS_ROOT (the sweep folders
 `RUNS_ROOT/<experiment>` and `RUNS_ROOT/<experiment>-<scale>`, as `pe-research sweep` names
 them) through the experiment's own `paper_vs_here` and `headline`; the paper's numbers are the
-experiment's cited data. Nothing is typed into the page.
+experiment's cited data. Nothing is typed into the page. A sweep the page showed before whose
+runs are gone from RUNS_ROOT keeps its section, marked as kept, with its own provenance.
 """
 
 from __future__ import annotations
 
 import datetime
 import platform
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +28,11 @@ from pe_research.sweeps import experiments, plotting, summary
 
 PAGE = "reproductions.md"
 FIGURES = "reproductions"
+KEPT = (
+    "Kept from the page written before: no finished runs of this sweep are under `{root}` now. "
+    "Its numbers, figure and provenance are as they were then."
+)
+_WHERE = re.compile(r"^`experiments/([\w-]+)\.py`, `([\w-]+)` scale", re.MULTILINE)
 
 
 def reproductions(folder: Path = Path("experiments")) -> list[tuple[str, ModuleType]]:
@@ -106,19 +113,52 @@ def section(
     return "\n".join(lines), written
 
 
+def earlier_sections(page: Path) -> dict[tuple[str, str], str]:
+    """The sections of a page written before, by (experiment, scale); {} if there is none."""
+    if not page.exists():
+        return {}
+    out = {}
+    for chunk in re.split(r"^(?=## )", page.read_text(), flags=re.MULTILINE)[1:]:
+        where = _WHERE.search(chunk)
+        if where:
+            out[(where[1], where[2])] = chunk.rstrip("\n")
+    return out
+
+
+def _kept(text: str, root: Path) -> str:
+    """An earlier section marked as kept (one mark, after its heading line)."""
+    heading, _, body = text.partition("\n")
+    prefix = KEPT.split(":")[0]
+    body = "\n".join(x for x in body.split("\n") if not x.startswith(prefix)).lstrip("\n")
+    return f"{heading}\n\n{KEPT.format(root=root)}\n\n{body}"
+
+
 def write(root: Path, out: Path, folder: Path = Path("experiments")) -> list[Path]:
     """Write OUT/reproductions.md and its figures (OUT/reproductions/*.png) from the sweeps under
-    `root`; returns the files written. ValueError if no reproduction has finished runs there."""
+    `root`; returns the files written. ValueError if no reproduction has finished runs there.
+
+    A sweep the page showed before whose runs are no longer under `root` (made on another
+    machine, or their folder moved) keeps its section, marked as kept, so that reporting one new
+    sweep does not erase the others; delete the page to start afresh."""
     root, out = Path(root), Path(out)
     figures = out / FIGURES
-    parts, written = [], []
+    earlier = earlier_sections(out / PAGE)
+    parts, written, fresh = [], [], False
     for name, module in reproductions(folder):
+        scales = dict.fromkeys(getattr(module, "SCALES", {"cpu": None}))
+        found = {}
         for scale, sweep_folder in sweeps(root, name, module):
             text, paths = section(name, module, scale, sweep_folder, figures)
             if text:
-                parts.append(text)
+                found.setdefault(scale, []).append(text)
                 written += paths
-    if not parts:
+        for scale in scales:
+            if scale in found:
+                parts += found[scale]
+                fresh = True
+            elif (name, scale) in earlier:
+                parts.append(_kept(earlier[(name, scale)], root))
+    if not fresh:
         known = ", ".join(n for n, _ in reproductions(folder))
         raise ValueError(
             f"No finished runs of a reproduction under {root}: run one first (pe-research sweep "
