@@ -105,12 +105,39 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 †: cited from the paper as we read it; not checked against its text from this machine (no copy
 of the paper here): check it before a paper-scale run.
 
-Runtime and result: not yet run with the current code. Expected cost: 24 runs in 8 trainings of
-3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings in
-two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 1.3 s per
-step at a measured fp32 matmul peak of 16.6 GFLOP/s (11.9 h at the step caps on one process),
-0.24-0.31 s at 114 GFLOP/s (2.2 h). Scaled to a quiet day's peak of about 125 GFLOP/s: about 2
-h. The paper scale: 3.5e18 matmul FLOPs, about 10 h on one H200 at an assumed 10% of its dense
+Runtime and result, cpu scale, 3 seeds: `pe-research sweep addition --workers 2`, 2026-12-02,
+commit 51032cf, the 2-core machine (fp32 peak 390 GFLOP/s that day, measured before the sweep;
+a faster day than the 114-125 of 2026-12-01): 43 min 30 s for 24 runs in 8 trainings (a few
+short test runs beside it). 2 of 24 runs fit. Exact match / token accuracy at 8 digits (the
+training length), 12, 16, 24 and 32, mean over 3 seeds (fit / seeds):
+
+    encoding + positions     8          12         16         24         32         fit
+    rope + coupled           .72 / .95  .01 / .82  .03 / .83  .00 / .82  .00 / .66  2/3 @600-900
+    learned + coupled        .00 / .42  .00 / .34  .00 / .28  .00 / .22  .00 / .18  0/3
+    fire + coupled           .00 / .32  .00 / .22  .00 / .18  .00 / .14  .00 / .13  0/3
+    alibi + coupled          .00 / .27  .00 / .21  .00 / .17  .00 / .14  .00 / .13  0/3
+    rope                     .00 / .32  .00 / .17  .00 / .14  .00 / .09  .00 / .10  0/3
+    fire                     .00 / .27  .00 / .17  .00 / .12  .00 / .11  .00 / .10  0/3
+    alibi                    .00 / .27  .00 / .17  .00 / .14  .00 / .10  .00 / .09  0/3
+    nope                     .00 / .22  .00 / .18  .00 / .16  .00 / .14  .00 / .13  0/3
+
+What this shows, and what it does not:
+- The paper's headline model (learned absolute + coupling, 1 layer) does not learn 1-8 digit
+  addition here: the main job's recipe (lr 3e-3, batch 64, at most 4,000 steps; 256,000
+  sequences, about 1/200 of the paper's 50,000 steps of 1,000) leaves it at .42 token
+  accuracy. So the cpu scale does not test the paper's claim; a recipe that trains the 1-layer
+  model (or the gpu scale) is what remains, not a verdict.
+- Only RoPE with coupling learns the task (2 of 3 seeds fit, exact match 1.00 and .98 at 8),
+  and it does not extrapolate: exact match .01-.06 at 12 and 16 digits and 0 from 20, though
+  token accuracy stays near .9 up to 24. The random start covers every absolute position evaluation uses
+  (1-33), but not every relative one: a sum digit of significance k sits at k + 1 and the
+  operand digits of significance j at j + 1, so its offsets to the operands reach n - 1 - k,
+  at most 7 in training and 31 at 32 digits. A relative encoding meets offsets it never saw;
+  learned absolute positions, the paper's choice, would not (a reading of the layout, not a
+  measured cause).
+- Without coupling no encoding learns 1-layer addition at all (token accuracy .22-.32 at 8),
+  as the paper's 1-layer impossibility result leads one to expect for NoPE.
+The paper scale: 3.5e18 matmul FLOPs, about 10 h on one H200 at an assumed 10% of its dense
 BF16 peak (the sweep prints it).
 
 Earlier protocol (before issue 23: operands reversed too, no END, 2 layers d_model 64, 2,000
