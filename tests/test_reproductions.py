@@ -46,6 +46,18 @@ def test_the_protocol_table_holds_and_is_in_the_docstring(name):
     assert markdown.count("\n|") == len(table.rows) + 2 and "`cpu` scale" in markdown
 
 
+@pytest.mark.parametrize("name", PAPER_SCALED)
+def test_the_protocol_names_every_step_cap_its_runs_train_to(name):
+    """A cap set per task (mcgill's reverse) or per scale must be in the table's steps row."""
+    module = load(name)
+    (steps_row,) = [r for r in module.PROTOCOL.rows if "steps" in r.item]
+    for scale in module.PROTOCOL.scales:
+        cell = steps_row.cell(scale)
+        text = steps_row.paper if cell == protocol.SAME else cell
+        for cap in {r.train.steps for r in module.runs(scale)}:
+            assert f"{cap:,} steps" in text, (name, scale, cap, text)
+
+
 def test_a_difference_without_a_reason_is_refused():
     rows = [protocol.row(a, "x", "theirs", "somewhere", cpu=protocol.SAME)
             for a in protocol.ASPECTS]  # fmt: skip
