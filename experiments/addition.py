@@ -129,12 +129,12 @@ What this shows, and what it does not:
   model (or the gpu scale) is what remains, not a verdict.
 - Only RoPE with coupling learns the task (2 of 3 seeds fit, exact match 1.00 and .98 at 8),
   and it does not extrapolate: exact match .01-.06 at 12 and 16 digits and 0 from 20, though
-  token accuracy stays near .9 up to 24. The random start covers every absolute position evaluation uses
-  (1-33), but not every relative one: a sum digit of significance k sits at k + 1 and the
-  operand digits of significance j at j + 1, so its offsets to the operands reach n - 1 - k,
-  at most 7 in training and 31 at 32 digits. A relative encoding meets offsets it never saw;
-  learned absolute positions, the paper's choice, would not (a reading of the layout, not a
-  measured cause).
+  token accuracy stays near .9 up to 24. The random start covers every absolute position
+  evaluation uses (1-33), but not every relative one: a sum digit of significance k sits at
+  k + 1 and the operand digits of significance j at j + 1, so its offsets to the operands reach
+  n - 1 - k, at most 7 in training and 31 at 32 digits. A relative encoding meets offsets it
+  never saw; learned absolute positions, the paper's choice, would not (a reading of the
+  layout, not a measured cause).
 - Without coupling no encoding learns 1-layer addition at all (token accuracy .22-.32 at 8),
   as the paper's 1-layer impossibility result leads one to expect for NoPE.
 The paper scale: 3.5e18 matmul FLOPs, about 10 h on one H200 at an assumed 10% of its dense
