@@ -134,59 +134,65 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   (recomputed from the released runs) and for us. Why: we run three of their tasks, so the
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
-Runtime and result, all three tasks at the cpu scale, 3 seeds, 2026-12-02 on the 2-core machine
-(fp32 peak 121 GFLOP/s that day): copy with `pe-research sweep mcgill --tasks copy --workers 2`
-(code of commit e5a8b27, the machine alone: 1 h 3 min for 21 runs in 7 trainings), count_copy
-and reverse with `--tasks count_copy reverse --workers 2` (commit e7d819d, 2 h 17 min for 42
-runs in 14 trainings, the first 40 min niced beside a CI run; neither commit between them
-changes these programs); 45 of 63 fit (copy 17/21, count_copy 21/21, reverse 7/21). Exact
-match over lengths 21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds), paper's
-from their released runs:
+Runtime and result, all three tasks at the cpu scale, 3 seeds, 2026-12-02 on the 2-core machine:
+copy with `pe-research sweep mcgill --tasks copy --workers 2` (code of commit e5a8b27, fp32 peak
+121 GFLOP/s that day, the machine alone: 1 h 3 min for 21 runs in 7 trainings), count_copy with
+`--tasks count_copy reverse --workers 2` (commit e7d819d, 2 h 17 min with the 2,000-step reverse
+runs below, the first 40 min niced beside a CI run), reverse again with its 4,000-step cap and
+`--tasks reverse --workers 2` (commit 59f30e4, fp32 peak 390 GFLOP/s that day: 49 min 10 s for
+21 runs in 7 trainings; none of the commits between them changes these programs). 58 of 63 fit
+(copy 17/21, count_copy 21/21, reverse 20/21, every reverse run by 1,800-3,900 steps; one ALiBi
+seed reached .95 at a fit check but .945 in the final evaluation). Exact match over lengths
+21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds), paper's from their
+released runs:
 
-    encoding                copy                count_copy          reverse             MRR us/them
-    nope                    .149 +- .054 (1/3)  .795 +- .196 (3/3)  .169 +- .014 (1/3)  .43 / .69
-    t5, the paper's form    .180 +- .048 (3/3)  .000 +- .000 (3/3)  .008 +- .003 (0/3)  .25 / .78
-    alibi                   .894 +- .020 (3/3)  .136 +- .034 (3/3)  .246 +- .016 (0/3)  .61 / .36
-    rope 25% (the paper's)  .253 +- .092 (1/3)  .814 +- .032 (3/3)  .342 +- .077 (0/3)  .76 / .24
-    sinusoidal              .024 +- .007 (3/3)  .001 +- .001 (3/3)  .030 +- .002 (3/3)  .23 / .22
-    t5, ours                .118 +- .068 (3/3)  .000 +- .000 (3/3)  .196 +- .054 (1/3)
-    rope, whole head        .047 +- .010 (3/3)  .001 +- .001 (3/3)  .046 +- .043 (2/3)
+    encoding                copy                count_copy          reverse
+    nope                    .149 +- .054 (1/3)  .795 +- .196 (3/3)  .252 +- .025 (3/3)
+    t5, the paper's form    .180 +- .048 (3/3)  .000 +- .000 (3/3)  .106 +- .184 (3/3)
+    alibi                   .894 +- .020 (3/3)  .136 +- .034 (3/3)  .351 +- .061 (2/3)
+    rope 25% (the paper's)  .253 +- .092 (1/3)  .814 +- .032 (3/3)  .470 +- .113 (3/3)
+    sinusoidal              .024 +- .007 (3/3)  .001 +- .001 (3/3)  .023 +- .003 (3/3)
+    t5, ours                .118 +- .068 (3/3)  .000 +- .000 (3/3)  .148 +- .047 (3/3)
+    rope, whole head        .047 +- .010 (3/3)  .001 +- .001 (3/3)  .056 +- .049 (3/3)
     paper (their runs)      .42/.31/.33/.01/.03 .77/.99/.29/.00/.00 .24/.23/.17/.08/.02
                             (t5 / nope / alibi / rope 25% / sinusoidal)
 
-MRR here ranks every run; with unfit runs ranked last it is nope .47, t5 .27, alibi .55, rope
-25% .54, sinusoidal .46 (summary.md has both). Verdict against the paper, task by task:
+Mean reciprocal rank over the three tasks: with the 2,000-step reverse runs (7 of 21 fit) it was
+Rotary 25% .76, ALiBi .61, NoPE .43, T5 .25, sinusoidal .23 against the paper's (these tasks)
+T5 .78, NoPE .69, ALiBi .36, Rotary .24, sinusoidal .22. It is not recomputed with the new
+reverse runs: the sweep ranks per (task, seed) and needs copy's and count_copy's runs in the
+same folder, which were made on an earlier checkout of this machine and are not kept. On
+reverse alone the reciprocal ranks are Rotary 25% 1.00 (first for every seed), ALiBi .50, NoPE
+.31, T5 .24, sinusoidal .23. Verdict against the paper, task by task:
 - count_copy agrees where the paper's claim lies: ALiBi fails exactly where it must stop (.14,
   the paper's .29; its curve falls between lengths 22 and 26, the paper's between 25 and 28)
   and NoPE generalizes (.80, .99).
 - copy still disagrees: ALiBi leads (.89 against .33) with the end token, every length 21-40
   and T5 and Rotary as the paper ran them, so the end token was not what put it first.
-- T5 disagrees in both forms: 0 on count_copy beyond 20 (the paper's .77) and .01 (the paper's
-  form) on reverse; and the paper's Rotary 25% generalizes on count_copy (.81) where theirs has
-  0. Neither is explained yet. `python scripts/t5_count_copy.py --from-sweep runs/mcgill`
+- reverse, now that every run but one fits: NoPE (.25) and sinusoidal (.02) match the paper's
+  (.23, .02), but the paper's Rotary 25% leads (.47, theirs .08) with ALiBi second (.35, theirs
+  .17), and T5 in the paper's form is below theirs and split by seed (.00, .00, .32; theirs .24).
+- T5 disagrees in both forms: 0 on count_copy beyond 20 (the paper's .77); and the paper's
+  Rotary 25% generalizes on count_copy (.81) and reverse (.47) where theirs has 0 and .08.
+  Neither is explained yet. `python scripts/t5_count_copy.py --from-sweep runs/mcgill`
   dissects the six T5 runs from their final checkpoints: both forms are 0 from length 21 on;
   at 24-40 they emit END too early, and undercount more the longer the prompt (the paper's
   form stops after 20-21 answers at n = 24, 25-29 at n = 40; ours after 17-18 at 24). Setting
   the table rows that training never reached (buckets 24-28) to 0, or to the last trained row,
   leaves every exact match at 0, so those rows are not the cause: the models do count (where
   they stop grows with n) but undercount past 20, which NoPE does not.
-- reverse: only sinusoidal fits all 3 seeds within the 2,000-step cap (exact match at 20 of
-  .41-.95 for the 14 unfit runs), so its row is not a comparison.
-So the MRR verdict changed from the last round (ALiBi .83 first) to Rotary 25% .76, ALiBi .61,
-NoPE .43, T5 last at .25, against the paper's T5 .78, NoPE .69 first. The differences that
-remain (model size and block, a learning rate 100x the paper's for at most 2,000 steps instead
-of 40,000, the last step instead of the best checkpoint) are the candidates; the `gpu` or
-`paper` scale is the test. docs/reproductions.md (`pe-research report`) sets these beside the
-paper's curves.
+So the verdict differs from the paper's on every task but count_copy's ALiBi/NoPE contrast: here
+Rotary 25% and ALiBi extrapolate best, in the paper T5 and NoPE. The differences that remain
+(model size and block, a learning rate 100x the paper's for at most 2,000-4,000 steps instead of
+40,000, the last step instead of the best checkpoint) are the candidates; the `gpu` or `paper`
+scale is the test. docs/reproductions.md (`pe-research report`) sets the copy and count_copy
+runs beside the paper's curves (with the 2,000-step reverse runs; kept from the page of commit
+e7d819d).
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
-each (copy alone took 1 h 3 min, above). scripts/sweep_cost.py timed two of its trainings in
-two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 2.0-2.2 s per
-step at a measured fp32 matmul peak of 12.7 GFLOP/s (24.8 h at the step caps on one process),
-0.63-0.77 s at 38.4 GFLOP/s (7.8 h). Scaled to a quiet day's peak of about 125 GFLOP/s: about
-2.5 h, less as runs stop once fit (under the earlier protocol they fit after 400-2,000 steps).
-The paper scale: 2.2e18 matmul FLOPs, about 6 h on one H200 at an assumed 10% of its dense BF16
-peak (the sweep prints it).
+each (reverse 4,000; copy alone took 1 h 3 min and reverse 49 min, above, on days of 121 and 390
+GFLOP/s). The paper scale: 2.2e18 matmul FLOPs, about 6 h on one H200 at an assumed 10% of its
+dense BF16 peak (the sweep prints it).
 
 Earlier protocol (before issue 23: no end token on copy and reverse, 16 symbols, evaluation at
 24, 28, ..., 40, T5 with a table per layer on scaled logits compared as the paper's T5, full
