@@ -4,6 +4,11 @@
     python -m pytest --junitxml=fast.xml                 # the fast tier alone
     python scripts/tier_tests.py timed.xml fast.xml [--threshold 3]
 
+After adding tests, a timed run of the fast tier alone is enough (2 min instead of 20):
+
+    python -m pytest --junitxml=fast.xml
+    python scripts/tier_tests.py fast.xml --add        # keeps the tests already in the slow tier
+
 A test that took `threshold` seconds or more in any of the runs goes to the slow tier (marked
 `slow` by tests/conftest.py): the README's test command skips it, `python -m pytest -m slow` runs
 it, and `.ci/run` runs both. Rerun this after adding slow tests; a test missing from the file runs
@@ -36,7 +41,15 @@ def main() -> None:
         "junit_xml", type=Path, nargs="+", help="timed runs; a test's slowest counts"
     )
     parser.add_argument("--threshold", type=float, default=3.0, help="seconds")
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="keep every test already in the slow tier and add the slow ones of these runs",
+    )
     args = parser.parse_args()
+    kept = set()
+    if args.add and OUT.exists():
+        kept = {x for x in OUT.read_text().splitlines() if x and not x.startswith("#")}
     # A fixture's setup counts in the first test that uses it: alone, the fast tier finds
     # costs that a run of the whole suite had spread over tests now in the slow tier.
     slowest: dict[str, float] = {}
@@ -45,15 +58,18 @@ def main() -> None:
             n = node_id(c.get("classname"), c.get("name"))
             slowest[n] = max(slowest.get(n, 0.0), float(c.get("time", 0.0)))
     cases = [(t, n) for n, t in slowest.items()]
-    slow = sorted(n for t, n in cases if t >= args.threshold)
-    fast_s = sum(t for t, _ in cases if t < args.threshold)
+    slow = sorted({n for t, n in cases if t >= args.threshold} | kept)
+    others = [n for n in slowest if n not in kept and slowest[n] < args.threshold]
+    fast_s = sum(slowest[n] for n in others)
     header = [
         f"# The slow tier: tests that took >= {args.threshold:g} s in timed runs of the suite",
         f"# ({len(args.junit_xml)} runs, {datetime.date.today()}, {os.cpu_count()} cores, "
         f"{len(cases)} tests). Written by scripts/tier_tests.py; see its docstring.",
-        f"# {len(slow)} slow tests; the {len(cases) - len(slow)} others took {fast_s:.0f} s "
-        "of test time at most.",
+        f"# {len(slow)} slow tests; the {len(others)} others took {fast_s:.0f} s of test time "
+        "at most.",
     ]
+    if args.add:
+        header.insert(2, f"# --add: kept the {len(kept)} tests of the earlier slow tier.")
     OUT.write_text("\n".join(header + slow) + "\n")
     print(f"Wrote {OUT}: {len(slow)} slow of {len(cases)} tests.")
 
