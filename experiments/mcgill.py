@@ -253,7 +253,7 @@ SEEDS = (0, 1, 2)
 SCALES = {
     # The main job's recipe (experiments/default.py) at training length 20: until fit.
     # Reverse at 100 symbols needs a longer cap: by 2,000 steps 14 of its 21 runs had not fit
-    # (exact match at 20 of .41-.95; stop 29's sweep).
+    # (exact match at 20 of .41-.95; the sweep of commit e7d819d).
     "cpu": dict(
         model=FIT_MODEL, train=dataclasses.replace(FIT_TRAIN, train_length=TRAIN_LENGTH),
         task_steps={"reverse": 4000}, eval_batch=128,
