@@ -63,7 +63,8 @@ def main() -> None:
     fast_s = sum(slowest[n] for n in others)
     header = [
         f"# The slow tier: tests that took >= {args.threshold:g} s in timed runs of the suite",
-        f"# ({len(args.junit_xml)} runs, {datetime.date.today()}, {os.cpu_count()} cores, "
+        f"# ({len(args.junit_xml)} run{'s' * (len(args.junit_xml) > 1)}, {datetime.date.today()}, "
+        f"{os.cpu_count()} cores, "
         f"{len(cases)} tests). Written by scripts/tier_tests.py; see its docstring.",
         f"# {len(slow)} slow tests; the {len(others)} others took {fast_s:.0f} s of test time "
         "at most.",
@@ -71,7 +72,7 @@ def main() -> None:
     if args.add:
         header.insert(2, f"# --add: kept the {len(kept)} tests of the earlier slow tier.")
     OUT.write_text("\n".join(header + slow) + "\n")
-    print(f"Wrote {OUT}: {len(slow)} slow of {len(cases)} tests.")
+    print(f"Wrote {OUT}: {len(slow)} slow tests ({len(cases)} timed, {len(others)} fast).")
 
 
 if __name__ == "__main__":
