@@ -125,8 +125,10 @@ What this shows, and what it does not:
 - The paper's headline model (learned absolute + coupling, 1 layer) does not learn 1-8 digit
   addition here: the main job's recipe (lr 3e-3, batch 64, at most 4,000 steps; 256,000
   sequences, about 1/200 of the paper's 50,000 steps of 1,000) leaves it at .42 token
-  accuracy. So the cpu scale does not test the paper's claim; a recipe that trains the 1-layer
-  model (or the gpu scale) is what remains, not a verdict.
+  accuracy. It was still learning at the cap, but the same three runs with a 10,000-step cap
+  (same recipe otherwise) did not fit either: token accuracy .45-.50 and exact match 0 at 8.
+  So the cpu scale does not test the paper's claim; a recipe that trains the 1-layer model
+  (nearer the paper's lr 1e-4 at batch 1,000), or the gpu scale, is what remains, not a verdict.
 - Only RoPE with coupling learns the task (2 of 3 seeds fit, exact match 1.00 and .98 at 8),
   and it does not extrapolate: exact match .01-.06 at 12 and 16 digits and 0 from 20, though
   token accuracy stays near .9 up to 24. The random start covers every absolute position
