@@ -162,8 +162,9 @@ Rotary 25% .76, ALiBi .61, NoPE .43, T5 .25, sinusoidal .23 against the paper's 
 T5 .78, NoPE .69, ALiBi .36, Rotary .24, sinusoidal .22. It is not recomputed with the new
 reverse runs: the sweep ranks per (task, seed) and needs copy's and count_copy's runs in the
 same folder, which were made on an earlier checkout of this machine and are not kept. On
-reverse alone the reciprocal ranks are Rotary 25% 1.00 (first for every seed), ALiBi .50, NoPE
-.31, T5 .24, sinusoidal .23. Verdict against the paper, task by task:
+reverse alone, ranking every run, the reciprocal ranks are Rotary 25% 1.00 (first for every
+seed), ALiBi .50, NoPE .31, T5 .24, sinusoidal .23; with ALiBi's unfit seed ranked last, Rotary
+25% 1.00, ALiBi .40, NoPE .36, T5 .26, sinusoidal .26. Verdict against the paper, task by task:
 - count_copy agrees where the paper's claim lies: ALiBi fails exactly where it must stop (.14,
   the paper's .29; its curve falls between lengths 22 and 26, the paper's between 25 and 28)
   and NoPE generalizes (.80, .99).

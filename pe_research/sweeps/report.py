@@ -45,9 +45,14 @@ def reproductions(folder: Path = Path("experiments")) -> list[tuple[str, ModuleT
     return out
 
 
+def scales(module: ModuleType) -> list[str]:
+    """The experiment's scales, in its order (`cpu` alone where it defines none)."""
+    return list(getattr(module, "SCALES", {"cpu": None}))
+
+
 def sweeps(root: Path, name: str, module: ModuleType) -> Iterator[tuple[str, Path]]:
     """(scale, folder) of each sweep of the experiment found under `root`."""
-    for scale in getattr(module, "SCALES", {"cpu": None}):
+    for scale in scales(module):
         names = [name, f"{name}-cpu"] if scale == "cpu" else [f"{name}-{scale}"]
         for folder in (root / n for n in names):
             if folder.is_dir():
@@ -145,14 +150,13 @@ def write(root: Path, out: Path, folder: Path = Path("experiments")) -> list[Pat
     earlier = earlier_sections(out / PAGE)
     parts, written, fresh = [], [], False
     for name, module in reproductions(folder):
-        scales = dict.fromkeys(getattr(module, "SCALES", {"cpu": None}))
         found = {}
         for scale, sweep_folder in sweeps(root, name, module):
             text, paths = section(name, module, scale, sweep_folder, figures)
             if text:
                 found.setdefault(scale, []).append(text)
                 written += paths
-        for scale in scales:
+        for scale in scales(module):
             if scale in found:
                 parts += found[scale]
                 fresh = True
