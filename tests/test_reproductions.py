@@ -14,11 +14,12 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from flax import nnx
 
 from pe_research import encodings, positions, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.sweeps import cost, experiments, protocol, report, summary, sweep
-from pe_research.training.step import sample_groups
+from pe_research.training.step import init_model, sample_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 REPRODUCTIONS = ["mcgill", "randomized", "addition", "addition_hints", "lm", "prope"]
@@ -200,6 +201,18 @@ def test_coupled_training_reaches_every_position_evaluation_uses(scale):
     assert wanted == set(range(1, max(cfg.eval_lengths) + 2))
     assert wanted <= seen, sorted(wanted - seen)
     assert max(seen) <= cfg.positions.position_limit
+
+
+@pytest.mark.parametrize("scale", ["cpu", "gpu", "paper"])
+def test_the_headline_models_position_table_starts_at_the_token_embeddings_scale(scale):
+    """Cho et al.'s learned table starts N(0, 1) like their token embeddings; ours must too (the
+    encoding's default std 0.02 leaves the 1-layer model unable to learn addition)."""
+    (cfg,) = {c for c in load("addition").runs(scale) if c.encoding.name == "learned"
+              for c in [dataclasses.replace(c, seed=0)]}  # fmt: skip
+    model = nnx.merge(*init_model(cfg, jax.random.key(0)))
+    table_std = float(np.std(np.asarray(model.pe["table_PD"][...])))
+    token_std = float(np.std(np.asarray(model.embed_VD[...])))
+    assert 0.9 < table_std / token_std < 1.1, (table_std, token_std)
 
 
 def test_position_limit_draws_every_start_that_stays_under_the_limit():
