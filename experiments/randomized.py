@@ -26,16 +26,24 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 - model / sizes. Paper: encoder: 5 layers, d_model 64, 8 heads of 8, MLP 256 [google-
   deepmind/randomized_positional_encodings experiments/example.py (num_layers, embedding_dim),
   models/transformer.py (num_heads 8, widening_factor 4)]. Here: cpu, gpu, paper: same.
-- model / block. Paper: post-LayerNorm, ReLU MLP, dropout 0.1, embeddings initialised with std
-  0.02 [google-deepmind/randomized_positional_encodings models/transformer.py
-  (TransformerConfig, layer_norm after each sublayer)]. Here: cpu, gpu, paper: pre-LayerNorm,
-  GELU MLP, no dropout, unit-variance token embeddings. Why: our model's one block for every
-  experiment; post-norm and dropout are not options of ModelConfig (a model change beyond this
-  issue)
+- model / block. Paper: post-LayerNorm, ReLU MLP, dropout 0.1, token embeddings initialised with
+  std 0.02 and scaled by sqrt(d_model) (std 0.16) [google-
+  deepmind/randomized_positional_encodings models/transformer.py (TransformerConfig,
+  TransformerEmbedder, layer_norm after each sublayer)]. Here: cpu, gpu, paper: pre-LayerNorm,
+  GELU MLP, no dropout, unit-variance token embeddings (so sin/cos, of amplitude 1, weigh 6.25x
+  less beside them than in the paper). Why: our model's one block and token scale for every
+  experiment; post-norm, dropout and the token scale are not options of ModelConfig (a model
+  change beyond this issue)
 - positions / encodings. Paper: sin/cos, learned, RoPE, ALiBi and Transformer-XL's relative
   encoding, each with and without randomized positions [google-
   deepmind/randomized_positional_encodings models/positional_encodings.py
   (PositionalEncodings)]. Here: cpu, gpu, paper: same.
+- positions / learned table. Paper: hk.Embed's default initialiser (truncated normal, std 1):
+  6.25x the token embeddings' std [google-deepmind/randomized_positional_encodings
+  models/transformer.py (TransformerEmbedder: hk.Embed without w_init); google-deepmind/dm-haiku
+  haiku/_src/embed.py (TruncatedNormal())]. Here: cpu, gpu, paper: std 6.25 (learned init_std)
+  beside unit-variance tokens: the paper's ratio at our token scale. Why: our token embeddings
+  are unit-variance (model / block); the ratio is what sets the table's weight beside the tokens
 - positions / randomized positions. Paper: a sorted sample without replacement from [0, 2,048),
   one sample per batch, at training and at test [google-deepmind/randomized_positional_encodings
   experiments/example.py (noise_max_length 2048), models/positional_encodings.py
@@ -133,6 +141,10 @@ from pe_research.sweeps.experiments import FIT_TRAIN
 from pe_research.sweeps.protocol import SAME, Protocol, row
 
 ENCODINGS = ["sinusoidal", "learned", "rope", "alibi", "transformer_xl"]
+LEARNED_INIT_STD = 1.0 / (0.02 * 64**0.5)
+"""6.25: Ruoss et al.'s learned table starts at hk.Embed's default (truncated normal, std 1) beside
+token embeddings of std 0.02 scaled by sqrt(d_model 64) (0.16); the same ratio beside our
+unit-variance tokens. The encoding's default (0.02) would start it 300x weaker than theirs."""
 TASKS = {name: tasks.get(name, alphabet=2) for name in ("reverse", "duplicate")}
 SEEDS = (0, 1, 2)
 # Ruoss et al.'s encoder (experiments/example.py and models/transformer.py of their code).
@@ -165,8 +177,10 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
         RunConfig(
             task=task,
             encoding=encodings.get(
-                name, **({"max_positions": s["max_pos"]} if name == "learned" else {})
-            ),
+                name,
+                **({"max_positions": s["max_pos"], "init_std": LEARNED_INIT_STD}
+                   if name == "learned" else {}),
+            ),  # fmt: skip
             model=s["model"],
             train=dataclasses.replace(s["train"], train_length=s["train_length"]),
             eval=EvalConfig(
@@ -202,17 +216,30 @@ PROTOCOL = Protocol(
             "(num_heads 8, widening_factor 4)",
             **{s: SAME for s in SCALES}),
         row("model", "block",
-            "post-LayerNorm, ReLU MLP, dropout 0.1, embeddings initialised with std 0.02",
-            f"{REPO} models/transformer.py (TransformerConfig, layer_norm after each sublayer)",
-            **{s: "pre-LayerNorm, GELU MLP, no dropout, unit-variance token embeddings"
+            "post-LayerNorm, ReLU MLP, dropout 0.1, token embeddings initialised with std 0.02 "
+            "and scaled by sqrt(d_model) (std 0.16)",
+            f"{REPO} models/transformer.py (TransformerConfig, TransformerEmbedder, layer_norm "
+            "after each sublayer)",
+            **{s: "pre-LayerNorm, GELU MLP, no dropout, unit-variance token embeddings (so "
+               "sin/cos, of amplitude 1, weigh 6.25x less beside them than in the paper)"
                for s in SCALES},
-            why="our model's one block for every experiment; post-norm and dropout are not "
-            "options of ModelConfig (a model change beyond this issue)"),
+            why="our model's one block and token scale for every experiment; post-norm, dropout "
+            "and the token scale are not options of ModelConfig (a model change beyond this "
+            "issue)"),
         row("positions", "encodings",
             "sin/cos, learned, RoPE, ALiBi and Transformer-XL's relative encoding, each with "
             "and without randomized positions",
             f"{REPO} models/positional_encodings.py (PositionalEncodings)",
             **{s: SAME for s in SCALES}),
+        row("positions", "learned table",
+            "hk.Embed's default initialiser (truncated normal, std 1): 6.25x the token "
+            "embeddings' std",
+            f"{REPO} models/transformer.py (TransformerEmbedder: hk.Embed without w_init); "
+            "google-deepmind/dm-haiku haiku/_src/embed.py (TruncatedNormal())",
+            **{s: "std 6.25 (learned init_std) beside unit-variance tokens: the paper's ratio "
+               "at our token scale" for s in SCALES},
+            why="our token embeddings are unit-variance (model / block); the ratio is what sets "
+            "the table's weight beside the tokens"),
         row("positions", "randomized positions",
             "a sorted sample without replacement from [0, 2,048), one sample per batch, at "
             "training and at test", f"{REPO} experiments/example.py (noise_max_length 2048), "
