@@ -178,9 +178,12 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
             task=task,
             encoding=encodings.get(
                 name,
-                **({"max_positions": s["max_pos"], "init_std": LEARNED_INIT_STD}
-                   if name == "learned" else {}),
-            ),  # fmt: skip
+                **(
+                    {"max_positions": s["max_pos"], "init_std": LEARNED_INIT_STD}
+                    if name == "learned"
+                    else {}
+                ),
+            ),
             model=s["model"],
             train=dataclasses.replace(s["train"], train_length=s["train_length"]),
             eval=EvalConfig(
