@@ -8,7 +8,7 @@ pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
 pe-research data build TASK --config NAME [--data-dir DIR] | data build text [--corpus FILE]
 pe-research tensorboard DIR...
-pe-research report RUNS_ROOT [--out docs]
+pe-research report RUNS_ROOT [--out docs] [--only EXPERIMENT ...]
 """
 
 from __future__ import annotations
@@ -272,17 +272,24 @@ def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:
     print(f"Wrote {len(written)} event files. View them: tensorboard --logdir {paths[0]}")
 
 
-def report(root: tyro.conf.Positional[Path] = Path("runs"), out: Path = Path("docs")) -> None:
+def report(
+    root: tyro.conf.Positional[Path] = Path("runs"),
+    out: Path = Path("docs"),
+    only: tuple[str, ...] = (),
+) -> None:
     """Write the reproduction report OUT/reproductions.md (and its figures in
     OUT/reproductions/): for each experiment that reproduces a paper and has finished runs under
     ROOT (sweep folders ROOT/<experiment>[-<scale>]), the paper's headline figure beside ours,
     the comparison, fit counts, seeds, the scale, a one-line verdict naming the differences that
     remain, and the protocol table; all numbers read from the run directories. Sections of an
-    earlier page whose runs are not under ROOT are kept, marked as such.
+    earlier page whose runs are not under ROOT are kept, marked as such. Only the runs of the
+    configurations an experiment defines now are read; others in its folder (an earlier
+    protocol's) are counted and left out. --only mcgill addition reports those experiments and
+    leaves the page's other sections as they were (e.g. while another sweep is still running).
     """
     from pe_research.sweeps import report as report_lib
 
-    written = report_lib.write(root, out)
+    written = report_lib.write(root, out, only=only)
     print("Wrote " + ", ".join(str(p) for p in written))
 
 

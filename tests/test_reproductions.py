@@ -420,3 +420,48 @@ def test_the_report_keeps_the_sections_of_sweeps_run_elsewhere(tmp_path):
     tiny_now = page[page.index("## Tiny et al. 2099") :]
     assert "Kept from" not in tiny_now.split("## ")[1]
     assert page[: page.index("## Tiny et al. 2099")].count(report.KEPT.format(root=here)) == 1
+
+
+def test_the_report_leaves_out_runs_of_configurations_the_experiment_no_longer_defines(tmp_path):
+    """A changed protocol leaves its old runs on disk: the page reads the current ones only and
+    says how many it left out."""
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
+    root, docs = tmp_path / "runs", tmp_path / "docs"
+    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
+    page = report.write(root, docs, folder=folder)[0].read_text()
+    assert "- Runs: 4 (" in page and "Left out" not in page
+    # The protocol changes: rope's runs now train one step longer, under new directories.
+    changed = textwrap.dedent(TINY_REPRODUCTION).replace(
+        "train=TrainConfig(steps=4,", "train=TrainConfig(steps=4 + (e == 'rope'),"
+    )
+    (folder / "tiny.py").write_text(changed)
+    page = report.write(root, docs, folder=folder)[0].read_text()
+    assert "- Runs: 2 (" in page and "- Left out: 2 finished runs in" in page
+    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
+    page = report.write(root, docs, folder=folder)[0].read_text()
+    assert "- Runs: 4 (" in page and "- Left out: 2 finished runs in" in page
+
+
+def test_the_report_with_only_rewrites_those_sections_and_leaves_the_others(tmp_path):
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
+    other = textwrap.dedent(TINY_REPRODUCTION).replace("Tiny et al. 2099", "Other et al. 2098")
+    (folder / "other.py").write_text(other)
+    root, docs = tmp_path / "runs", tmp_path / "docs"
+    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
+    sweep.run_experiment(str(folder / "other.py"), root / "other", progress=False)
+    first = report.write(root, docs, folder=folder)[0].read_text()
+    other_section = first[first.index("## Other et al.") : first.index("## Tiny et al.")]
+    # Other's runs change on disk; a report of tiny alone keeps other's section as it was.
+    run = runs.finished_runs(root / "other")[0]
+    runs.write_jsonl(run / runs.EVAL, [{**r, "exact_match": 0.0} for r in
+                                       runs.read_jsonl(run / runs.EVAL)])  # fmt: skip
+    page = report.write(root, docs, folder=folder, only=["tiny"])[0].read_text()
+    other_now = page[page.index("## Other et al.") : page.index("## Tiny et al.")]
+    assert other_now.rstrip("\n") == other_section.rstrip("\n")
+    assert "--only tiny` on" in page and "Kept from" not in page
+    with pytest.raises(ValueError, match=r"--only nothing: not a reproduction .* other, tiny"):
+        report.write(root, docs, folder=folder, only=["nothing"])

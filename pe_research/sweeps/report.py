@@ -17,14 +17,14 @@ from __future__ import annotations
 import datetime
 import platform
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from pe_research import runs
 from pe_research.runs import provenance
-from pe_research.sweeps import experiments, plotting, summary
+from pe_research.sweeps import experiments, plotting, summary, sweep
 
 PAGE = "reproductions.md"
 FIGURES = "reproductions"
@@ -57,6 +57,16 @@ def sweeps(root: Path, name: str, module: ModuleType) -> Iterator[tuple[str, Pat
         for folder in (root / n for n in names):
             if folder.is_dir():
                 yield scale, folder
+
+
+def current_runs(module: ModuleType, scale: str, folder: Path) -> tuple[list[Path], int]:
+    """The finished run directories under `folder` of the configurations the experiment defines
+    at `scale` now, and how many other finished runs the folder holds (configurations it no
+    longer defines: an older protocol's runs, kept on disk)."""
+    wanted = {sweep.run_dir_for(folder, cfg).resolve() for cfg in module.runs(scale)}
+    finished = runs.finished_runs(folder)
+    ours = [d for d in finished if d.resolve() in wanted]
+    return ours, len(finished) - len(ours)
 
 
 def provenance_lines(dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
@@ -94,14 +104,21 @@ def verdict(module: ModuleType, scale: str, rows: list[dict[str, Any]]) -> str:
 def section(
     name: str, module: ModuleType, scale: str, folder: Path, figures: Path
 ) -> tuple[str, list[Path]]:
-    """The markdown of one sweep, and the figure it wrote."""
-    dirs = runs.finished_runs(folder)
+    """The markdown of one sweep, and the figure it wrote: only the runs of the configurations
+    the experiment defines now (others under `folder` are counted, not shown)."""
+    dirs, others = current_runs(module, scale, folder)
     rows = summary.finished_rows(dirs)
     if not rows:
         return "", []
     protocol = module.PROTOCOL
     lines = [f"## {protocol.paper}", "", f"`experiments/{name}.py`, `{scale}` scale, runs in "
-             f"`{folder}`.", "", *provenance_lines(dirs, rows), ""]  # fmt: skip
+             f"`{folder}`.", "", *provenance_lines(dirs, rows)]  # fmt: skip
+    if others:
+        lines.append(
+            f"- Left out: {others} finished run{'s' * (others != 1)} in `{folder}` of "
+            f"configurations `experiments/{name}.py` no longer defines (an earlier protocol's)."
+        )
+    lines.append("")
     written = []
     if hasattr(module, "headline"):
         panels = {t: s for t, s in module.headline(rows).items() if s}
@@ -138,18 +155,31 @@ def _kept(text: str, root: Path) -> str:
     return f"{heading}\n\n{KEPT.format(root=root)}\n\n{body}"
 
 
-def write(root: Path, out: Path, folder: Path = Path("experiments")) -> list[Path]:
+def write(
+    root: Path, out: Path, folder: Path = Path("experiments"), only: Sequence[str] = ()
+) -> list[Path]:
     """Write OUT/reproductions.md and its figures (OUT/reproductions/*.png) from the sweeps under
     `root`; returns the files written. ValueError if no reproduction has finished runs there.
 
     A sweep the page showed before whose runs are no longer under `root` (made on another
     machine, or their folder moved) keeps its section, marked as kept, so that reporting one new
-    sweep does not erase the others; delete the page to start afresh."""
+    sweep does not erase the others; delete the page to start afresh. `only` (experiment names)
+    reports those alone and leaves every other section of the page as it was, e.g. while
+    another sweep under `root` is still running."""
     root, out = Path(root), Path(out)
     figures = out / FIGURES
     earlier = earlier_sections(out / PAGE)
+    known = [n for n, _ in reproductions(folder)]
+    if unknown := sorted(set(only) - set(known)):
+        raise ValueError(
+            f"--only {' '.join(unknown)}: not a reproduction in {folder}/; name one of: "
+            f"{', '.join(known)}."
+        )
     parts, written, fresh = [], [], False
     for name, module in reproductions(folder):
+        if only and name not in only:
+            parts += [earlier[(name, s)] for s in scales(module) if (name, s) in earlier]
+            continue
         found = {}
         for scale, sweep_folder in sweeps(root, name, module):
             text, paths = section(name, module, scale, sweep_folder, figures)
@@ -163,18 +193,19 @@ def write(root: Path, out: Path, folder: Path = Path("experiments")) -> list[Pat
             elif (name, scale) in earlier:
                 parts.append(_kept(earlier[(name, scale)], root))
     if not fresh:
-        known = ", ".join(n for n, _ in reproductions(folder))
         raise ValueError(
-            f"No finished runs of a reproduction under {root}: run one first (pe-research sweep "
-            f"EXPERIMENT; reproductions: {known}), or point RUNS_ROOT at the folder holding "
-            "their sweep folders (runs/ by default)."
+            f"No finished runs of {'/'.join(only) or 'a reproduction'} under {root}: run one "
+            f"first (pe-research sweep EXPERIMENT; reproductions: {', '.join(known)}), or point "
+            "RUNS_ROOT at the folder holding their sweep folders (runs/ by default)."
         )
     revision = provenance.source_revision()
     commit = revision.get("git_commit") or "unknown"
     head = [
         "# Reproductions",
         "",
-        f"Written by `pe-research report {root} --out {out}` on "
+        f"Written by `pe-research report {root} --out {out}"
+        + (f" --only {' '.join(only)}" if only else "")
+        + "` on "
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC at commit {commit[:12]}"
         + (" (with uncommitted changes)" if revision.get("git_dirty") else "")
         + f", on {platform.machine()} ({platform.system()}). Each section: the paper's headline "
