@@ -239,7 +239,8 @@ def headline_figure(panels: dict[str, list[Series]]) -> Figure:
     """A paper's figure on our axes: one panel per title, each series a line, the paper's
     dashed with open markers and ours solid, one colour per label across the two."""
     titles = list(panels)
-    fig, axes = _panels(len(titles), 4.2, 3.4, sharey=True)
+    entries = max(len(series) for series in panels.values())  # legends sit below the panels
+    fig, axes = _panels(len(titles), 4.2, 3.0 + 0.12 * entries, sharey=True)
     labels = sorted({s[0] for series in panels.values() for s in series})
     colors = {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(labels)}
     for ax, title in zip(axes[0], titles, strict=True):
@@ -251,7 +252,7 @@ def headline_figure(panels: dict[str, list[Series]]) -> Figure:
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("evaluation length")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="best")
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     axes[0][0].set_ylim(-0.03, 1.03)
     fig.tight_layout()
     return fig
