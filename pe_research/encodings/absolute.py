@@ -65,6 +65,12 @@ class LearnedAbsolute(Encoding):
 
     Positions at or beyond the table are an error at configuration time (`check`), and a gather
     that is out of range anyway reads NaN rather than a clamped row, so it cannot pass silently.
+
+    `init_std` is the table's starting spread beside the model's unit-variance token embeddings,
+    so it is the ratio of positions to tokens at the start. The default 0.02 starts positions
+    50x below the tokens; the papers differ (GPT-2: 0.5, tokens 0.02 and positions 0.01; Cho et
+    al.'s code: 1; Ruoss et al.'s: 6.25), and it matters: the 1-layer addition model learns with
+    1 and not with 0.02 (experiments/addition.py). Reproductions set their paper's ratio.
     """
 
     name = "learned"
