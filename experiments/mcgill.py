@@ -134,66 +134,63 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   (recomputed from the released runs) and for us. Why: we run three of their tasks, so the
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
-Runtime and result, all three tasks at the cpu scale, 3 seeds, 2026-12-02 on the 2-core machine:
-copy with `pe-research sweep mcgill --tasks copy --workers 2` (code of commit e5a8b27, fp32 peak
-121 GFLOP/s that day, the machine alone: 1 h 3 min for 21 runs in 7 trainings), count_copy with
-`--tasks count_copy reverse --workers 2` (commit e7d819d, 2 h 17 min with the 2,000-step reverse
-runs below, the first 40 min niced beside a CI run), reverse again with its 4,000-step cap and
-`--tasks reverse --workers 2` (commit 59f30e4, fp32 peak 390 GFLOP/s that day: 49 min 10 s for
-21 runs in 7 trainings; none of the commits between them changes these programs). 58 of 63 fit
-(copy 17/21, count_copy 21/21, reverse 20/21, every reverse run by 1,800-3,900 steps; one ALiBi
-seed reached .95 at a fit check but .945 in the final evaluation). Exact match over lengths
-21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds), paper's from their
-released runs:
+Runtime and result, all three tasks at the cpu scale, 3 seeds, 2026-12-02 on the 2-core machine
+(fp32 peak 360-390 GFLOP/s that day): reverse with its 4,000-step cap, `pe-research sweep mcgill
+--tasks reverse --workers 2` (commit 59f30e4: 49 min 10 s for 21 runs in 7 trainings), then copy
+and count_copy, `--tasks copy count_copy --workers 2` (commit ebd0bce: 1 h 1 min for 42 runs in
+14 trainings, beside another sweep of 3 runs), then `pe-research sweep mcgill` to summarize all
+63 (nothing between the two commits changes these programs; summary.md tags the two versions
+apart). 56 of 63 fit: copy 15/21, count_copy 21/21, reverse 20/21 (reverse by 1,800-3,900
+steps; a NoPE seed on copy and an ALiBi seed on reverse passed .95 at a fit check but not in
+the final evaluation). Exact match over lengths 21-40 (the paper's aggregate), mean +- std over
+seeds (fit / seeds), paper's from their released runs:
 
     encoding                copy                count_copy          reverse
-    nope                    .149 +- .054 (1/3)  .795 +- .196 (3/3)  .252 +- .025 (3/3)
-    t5, the paper's form    .180 +- .048 (3/3)  .000 +- .000 (3/3)  .106 +- .184 (3/3)
-    alibi                   .894 +- .020 (3/3)  .136 +- .034 (3/3)  .351 +- .061 (2/3)
-    rope 25% (the paper's)  .253 +- .092 (1/3)  .814 +- .032 (3/3)  .470 +- .113 (3/3)
-    sinusoidal              .024 +- .007 (3/3)  .001 +- .001 (3/3)  .023 +- .003 (3/3)
-    t5, ours                .118 +- .068 (3/3)  .000 +- .000 (3/3)  .148 +- .047 (3/3)
-    rope, whole head        .047 +- .010 (3/3)  .001 +- .001 (3/3)  .056 +- .049 (3/3)
+    nope                    .143 +- .043 (0/3)  .753 +- .110 (3/3)  .252 +- .025 (3/3)
+    t5, the paper's form    .089 +- .015 (3/3)  .000 +- .000 (3/3)  .106 +- .184 (3/3)
+    alibi                   .895 +- .027 (2/3)  .128 +- .049 (3/3)  .351 +- .061 (2/3)
+    rope 25% (the paper's)  .238 +- .104 (1/3)  .834 +- .017 (3/3)  .470 +- .113 (3/3)
+    sinusoidal              .029 +- .009 (3/3)  .002 +- .003 (3/3)  .023 +- .003 (3/3)
+    t5, ours                .076 +- .039 (3/3)  .000 +- .000 (3/3)  .148 +- .047 (3/3)
+    rope, whole head        .048 +- .012 (3/3)  .014 +- .017 (3/3)  .056 +- .049 (3/3)
     paper (their runs)      .42/.31/.33/.01/.03 .77/.99/.29/.00/.00 .24/.23/.17/.08/.02
                             (t5 / nope / alibi / rope 25% / sinusoidal)
 
-Mean reciprocal rank over the three tasks: with the 2,000-step reverse runs (7 of 21 fit) it was
-Rotary 25% .76, ALiBi .61, NoPE .43, T5 .25, sinusoidal .23 against the paper's (these tasks)
-T5 .78, NoPE .69, ALiBi .36, Rotary .24, sinusoidal .22. It is not recomputed with the new
-reverse runs: the sweep ranks per (task, seed) and needs copy's and count_copy's runs in the
-same folder, which were made on an earlier checkout of this machine and are not kept. On
-reverse alone, ranking every run, the reciprocal ranks are Rotary 25% 1.00 (first for every
-seed), ALiBi .50, NoPE .31, T5 .24, sinusoidal .23; with ALiBi's unfit seed ranked last, Rotary
-25% 1.00, ALiBi .40, NoPE .36, T5 .26, sinusoidal .26. Verdict against the paper, task by task:
-- count_copy agrees where the paper's claim lies: ALiBi fails exactly where it must stop (.14,
+Mean reciprocal rank over the 9 (task, seed) queries of the three tasks, their notebook's
+computation, ranking every run: Rotary 25% .76, ALiBi .61, NoPE .45, T5 (the paper's form) .23,
+sinusoidal .23; with unfit runs ranked last: Rotary 25% .77, ALiBi .49, NoPE .41, T5 .32,
+sinusoidal .28. The paper's on the same tasks: T5 .78, NoPE .69, ALiBi .36, Rotary .24,
+sinusoidal .22. (Copy's runs of commit e5a8b27, on an earlier checkout, gave the same picture
+with other numbers: ALiBi .894 (3/3), T5 paper form .180, NoPE .149 (1/3); training is not
+bit-identical across the code changes between the two commits.) Verdict against the paper,
+task by task:
+- count_copy agrees where the paper's claim lies: ALiBi fails exactly where it must stop (.13,
   the paper's .29; its curve falls between lengths 22 and 26, the paper's between 25 and 28)
-  and NoPE generalizes (.80, .99).
-- copy still disagrees: ALiBi leads (.89 against .33) with the end token, every length 21-40
-  and T5 and Rotary as the paper ran them, so the end token was not what put it first.
-- reverse, now that every run but one fits: NoPE (.25) and sinusoidal (.02) match the paper's
-  (.23, .02), but the paper's Rotary 25% leads (.47, theirs .08) with ALiBi second (.35, theirs
-  .17), and T5 in the paper's form is below theirs and split by seed (.00, .00, .32; theirs .24).
-- T5 disagrees in both forms: 0 on count_copy beyond 20 (the paper's .77); and the paper's
-  Rotary 25% generalizes on count_copy (.81) and reverse (.47) where theirs has 0 and .08.
-  Neither is explained yet. `python scripts/t5_count_copy.py --from-sweep runs/mcgill`
-  dissects the six T5 runs from their final checkpoints: both forms are 0 from length 21 on;
-  at 24-40 they emit END too early, and undercount more the longer the prompt (the paper's
-  form stops after 20-21 answers at n = 24, 25-29 at n = 40; ours after 17-18 at 24). Setting
-  the table rows that training never reached (buckets 24-28) to 0, or to the last trained row,
-  leaves every exact match at 0, so those rows are not the cause: the models do count (where
-  they stop grows with n) but undercount past 20, which NoPE does not.
+  and NoPE generalizes (.75, .99).
+- copy still disagrees: ALiBi leads (.90 against .33) with the end token, every length 21-40
+  and T5 and Rotary as the paper ran them, so the end token was not what put it first. NoPE fits
+  no seed by the 2,000-step cap (exact match at 20 of .77-.95).
+- reverse, every run but one fit: NoPE (.25) and sinusoidal (.02) match the paper's (.23, .02),
+  but the paper's Rotary 25% leads (.47, theirs .08) with ALiBi second (.35, theirs .17), and T5
+  in the paper's form is below theirs and split by seed (.00, .00, .32; theirs .24).
+- T5 disagrees in both forms: 0 on count_copy beyond 20 (the paper's .77), .08-.09 on copy
+  (.42); and the paper's Rotary 25% generalizes on count_copy (.83) and reverse (.47) where
+  theirs has 0 and .08. Neither is explained yet. `python scripts/t5_count_copy.py --from-sweep
+  runs/mcgill` dissects the six count_copy T5 runs from their final checkpoints (its docstring
+  has the result): the rows of the relative-bias table that training never reached are not the
+  cause; the models count (where they stop grows with n) but undercount past 20, which NoPE
+  does not.
 So the verdict differs from the paper's on every task but count_copy's ALiBi/NoPE contrast: here
-Rotary 25% and ALiBi extrapolate best, in the paper T5 and NoPE. The differences that remain
-(model size and block, a learning rate 100x the paper's for at most 2,000-4,000 steps instead of
-40,000, the last step instead of the best checkpoint) are the candidates; the `gpu` or `paper`
-scale is the test. docs/reproductions.md (`pe-research report`) sets the copy and count_copy
-runs beside the paper's curves (with the 2,000-step reverse runs; kept from the page of commit
-e7d819d).
+Rotary 25% and ALiBi extrapolate best (MRR .76 and .61), in the paper T5 and NoPE (.78, .69).
+The differences that remain (model size and block, a learning rate 100x the paper's for at most
+2,000-4,000 steps instead of 40,000, the last step instead of the best checkpoint) are the
+candidates; the `gpu` or `paper` scale is the test. docs/reproductions.md (`pe-research report`)
+sets these 63 runs beside the paper's curves.
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
-each (reverse 4,000; copy alone took 1 h 3 min and reverse 49 min, above, on days of 121 and 390
-GFLOP/s). The paper scale: 2.2e18 matmul FLOPs, about 6 h on one H200 at an assumed 10% of its
-dense BF16 peak (the sweep prints it).
+each (reverse 4,000; copy alone took 1 h 3 min on a day of 121 GFLOP/s, copy and count_copy
+1 h 1 min and reverse 49 min on days of 360-390, above). The paper scale: 2.2e18 matmul FLOPs,
+about 6 h on one H200 at an assumed 10% of its dense BF16 peak (the sweep prints it).
 
 Earlier protocol (before issue 23: no end token on copy and reverse, 16 symbols, evaluation at
 24, 28, ..., 40, T5 with a table per layer on scaled logits compared as the paper's T5, full

@@ -31,7 +31,8 @@ Result on the mcgill sweep of 2026-12-02 (`--from-sweep runs/mcgill`, 1 min 45 s
 in both forms and every seed. Both emit END too early, and by more the longer the prompt: the
 paper's form after 20-21 answers at n = 24 and 25-29 at n = 40, ours after 17-18 at n = 24. The
 untrained rows are smaller than the trained ones (mean |bias| .08-.12 against .24-.34) and are
-not the cause.
+not the cause. The same on the count_copy runs of commit ebd0bce (rerun, 1 min 20 s; mean
+|bias| .08-.12 against .25-.34): every number above unchanged.
 """
 
 from __future__ import annotations

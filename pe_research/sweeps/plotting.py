@@ -237,24 +237,35 @@ Series = tuple[str, list[int], list[float], bool]
 
 def headline_figure(panels: dict[str, list[Series]]) -> Figure:
     """A paper's figure on our axes: one panel per title, each series a line, the paper's
-    dashed with open markers and ours solid, one colour per label across the two."""
+    dashed with open markers and ours solid, one colour per label across the two, and one
+    legend for all panels below them."""
     titles = list(panels)
-    entries = max(len(series) for series in panels.values())  # legends sit below the panels
-    fig, axes = _panels(len(titles), 4.2, 3.0 + 0.12 * entries, sharey=True)
+    handles: dict[str, Any] = {}
+    for series in panels.values():
+        for label, _, _, is_paper in series:
+            handles.setdefault(f"{label} ({'paper' if is_paper else 'here'})", None)
+    # As many legend columns as fit the figure's width (about 0.055 in a character at size 7).
+    column_in = 0.055 * max(map(len, handles)) + 0.5
+    ncol = max(1, min(len(handles), int(4.2 * len(titles) // column_in)))
+    legend_in = 0.17 * -(-len(handles) // ncol) + 0.15  # the legend's rows, in inches
+    fig, axes = _panels(len(titles), 4.2, 3.2 + legend_in, sharey=True)
     labels = sorted({s[0] for series in panels.values() for s in series})
     colors = {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(labels)}
     for ax, title in zip(axes[0], titles, strict=True):
         for label, xs, ys, is_paper in panels[title]:
-            ax.plot(xs, ys, color=colors[label], linestyle="--" if is_paper else "-",
-                    marker="o", markersize=3 if len(xs) > 1 else 6, linewidth=1.2,
-                    markerfacecolor="none" if is_paper else colors[label],
-                    label=f"{label} ({'paper' if is_paper else 'here'})")  # fmt: skip
+            name = f"{label} ({'paper' if is_paper else 'here'})"
+            (handles[name],) = ax.plot(
+                xs, ys, color=colors[label], linestyle="--" if is_paper else "-", marker="o",
+                markersize=3 if len(xs) > 1 else 6, linewidth=1.2,
+                markerfacecolor="none" if is_paper else colors[label], label=name,
+            )  # fmt: skip
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("evaluation length")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     axes[0][0].set_ylim(-0.03, 1.03)
-    fig.tight_layout()
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7,
+               frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
     return fig
 
 
