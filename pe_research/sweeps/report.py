@@ -169,14 +169,15 @@ def write(
     root, out = Path(root), Path(out)
     figures = out / FIGURES
     earlier = earlier_sections(out / PAGE)
-    known = [n for n, _ in reproductions(folder)]
+    papers = reproductions(folder)
+    known = [n for n, _ in papers]
     if unknown := sorted(set(only) - set(known)):
         raise ValueError(
             f"--only {' '.join(unknown)}: not a reproduction in {folder}/; name one of: "
             f"{', '.join(known)}."
         )
     parts, written, fresh = [], [], False
-    for name, module in reproductions(folder):
+    for name, module in papers:
         if only and name not in only:
             parts += [earlier[(name, s)] for s in scales(module) if (name, s) in earlier]
             continue
