@@ -29,6 +29,17 @@ two workers each pinned to one core with single-threaded XLA took 53-61 ms a ste
 ms unpinned, one trial each, within this machine's noise). Getting under 10 needs a recipe that
 fits in about 12,000 steps in all, not a faster pipeline.
 
+On a faster host the same code is under 10 minutes and fits fewer runs: a fresh clone of commit
+cf1140c, a fresh venv and an empty cache on the 2-core machine on a day its fp32 peak measured
+363 GFLOP/s (a different CPU from the morning's), 2026-12-02: 8 min 21 s with the install (32 s),
+and 12 of 15 fit: NoPE reverse (exact match .898 at the cap) and ALiBi offset, which fit at
+1,800 and 1,900 steps with .953 on the slower host, join NoPE offset as unfit. Training is
+deterministic on one host (NoPE reverse rerun alone gave .8984375 again), so the fit count
+depends on the CPU's arithmetic: those two runs fit, if at all, in the last tenth of the cosine
+schedule. A 2,500-step cap on the fast host fits 14 of 15 (NoPE reverse at 2,400, ALiBi offset
+at 2,100 with .953, no more margin than before) in 10 min 35 s of sweep: the runs fit as the rate
+anneals, wherever the cap puts that, so a longer cap moves the edge rather than adding margin.
+
 What is compiled (since 2026-12-01): the step takes its batch from a separately compiled
 sampler, so copy and reverse of one encoding share one compiled step (10 step programs for the
 15 runs, not 15; offset's sequences are half as wide) and one model program per evaluation
