@@ -317,6 +317,43 @@ def test_t5_count_copy_dissects_a_sweeps_own_runs(tmp_path, monkeypatch, capsys)
     assert np.array_equal(zeroed[:, 17:], table[:, 17:])
 
 
+def test_answer_positions_split_a_runs_own_token_accuracy_by_answer_position(
+    tmp_path, monkeypatch, capsys
+):
+    """scripts/answer_positions.py re-scores the batch evaluation scored: its per-position
+    accuracies, weighted by the tokens each position scores, give the run's own token accuracy
+    at every length, and the last position of an END task is END."""
+    spec = importlib.util.spec_from_file_location(
+        "answer_positions", ROOT / "scripts" / "answer_positions.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    cfg = RunConfig(
+        task=tasks.get("copy", alphabet=8, end_token=True),
+        encoding=encodings.get("rope"),
+        model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
+        train=TrainConfig(steps=20, batch_size=8, train_length=4, log_every=20),
+        eval=EvalConfig(lengths=(4, 6), batch_size=8),
+    )
+    run = tmp_path / "run"
+    train.train(cfg, run, progress=False)
+    own = {r["length"]: r["token_accuracy"] for r in runs.read_jsonl(run / runs.EVAL)}
+    got = script.answer_accuracy(run)
+    assert sorted(got) == [4, 6]
+    for n, row in got.items():
+        assert len(row["accuracy"]) == n + 1 and row["tokens"] == [8] * (n + 1)  # n symbols, END
+        weighted = np.dot(row["accuracy"], row["tokens"]) / sum(row["tokens"])
+        assert weighted == pytest.approx(own[n], abs=1e-6), (n, row, own[n])
+    monkeypatch.setattr(sys, "argv", ["answer_positions.py", str(run), "--out",
+                                      str(tmp_path / "p.json")])  # fmt: skip
+    script.main()
+    assert "mean over 1 run(s)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "p.json").read_text())[str(run)]["4"]["tokens"] == [8] * 5
+    monkeypatch.setattr(sys, "argv", ["answer_positions.py", str(tmp_path)])
+    with pytest.raises(SystemExit, match="is not a finished run directory"):
+        script.main()
+
+
 # -- the report -----------------------------------------------------------------------------------
 
 TINY_REPRODUCTION = '''

@@ -1,0 +1,88 @@
+"""Where in the answer does a model go wrong? Token accuracy per answer position, per evaluation
+length, from finished runs' final checkpoints.
+
+    python scripts/answer_positions.py RUN_DIR... [--lengths 8 12 16] [--out positions.json]
+
+Exact match beyond the training length says that an answer is wrong, not where. This script
+re-scores the batch that evaluation scored at each length (the same held-out sequences and
+positions, teacher forced) and splits token accuracy by the index of the scored token in the
+answer: 0 is the first answer token, the last is END where the task has one. It prints one row
+per length (mean over the given runs) and writes them, per run, to --out as JSON. The mean of a
+row, weighted by how many tokens each position scores, is the run's token accuracy in eval.jsonl.
+
+Result on addition's headline model (experiments/addition.py: learned absolute + coupling, its
+table initialised as the paper's; the three seeds of 2026-12-02, commit 2340436): every sum digit
+but the last stays at .91-1.00 to 24 digits, while the last digit (the carry out) and END fall
+to .70 / .66 at 12 digits, .56 / .48 at 16 and .57 / .45 at 24 (all 1.00 at 8, the training
+length): the model adds beyond its training length but does not know where the sum stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from pe_research import runs
+from pe_research.essay import analysis
+from pe_research.tasks import bucket
+from pe_research.training import evaluate
+
+
+def answer_accuracy(run_dir: Path, lengths: list[int] | None = None) -> dict[int, dict]:
+    """Evaluation length -> {"accuracy": token accuracy per answer position, "tokens": how many
+    tokens each position scores} of one finished run, from its final checkpoint."""
+    cfg = runs.load_config(run_dir)
+    graphdef, params, _ = analysis.trained_model(run_dir, cfg)
+
+    @jax.jit
+    def predict_BL(params, tokens_BL, pos_BL, valid_BL):
+        return jnp.argmax(nnx.merge(graphdef, params)(tokens_BL, pos_BL, valid_BL), -1)
+
+    root = jax.random.key(cfg.eval.seed)
+    out = {}
+    for n in lengths or cfg.eval.lengths:
+        width = bucket(cfg.task.seq_len(n, cfg.model.causal))
+        batch, pos_BL = evaluate.eval_inputs(cfg, root, jnp.int32(n), width)
+        right_BL = np.asarray(predict_BL(params, batch.inputs, pos_BL, batch.valid)) == np.asarray(
+            batch.targets
+        )
+        mask_BL = np.asarray(batch.loss_mask).astype(bool)
+        index_BL = np.cumsum(mask_BL, axis=-1) - 1  # each scored token's index in the answer
+        size = int(index_BL[mask_BL].max()) + 1
+        tokens = [int((mask_BL & (index_BL == k)).sum()) for k in range(size)]
+        accuracy = [float(right_BL[mask_BL & (index_BL == k)].mean()) for k in range(size)]
+        out[int(n)] = {"accuracy": accuracy, "tokens": tokens}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run_dirs", nargs="+", type=Path)
+    parser.add_argument("--lengths", nargs="*", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    for d in args.run_dirs:
+        if not runs.is_finished(d):
+            raise SystemExit(
+                f"{d} is not a finished run directory: give the run folders of a finished "
+                "sweep (e.g. runs/addition/<task>/<encoding>/seed0-*)."
+            )
+    per_run = {str(d): answer_accuracy(d, args.lengths) for d in args.run_dirs}
+    print(f"token accuracy per answer position, mean over {len(per_run)} run(s):")
+    for n in next(iter(per_run.values())):
+        rows = [r[n]["accuracy"] for r in per_run.values()]
+        mean = np.mean(rows, axis=0)
+        print(f"{n:>5}: " + " ".join(f"{a:.2f}" for a in mean))
+    if args.out:
+        args.out.write_text(json.dumps(per_run, indent=1))
+        print(f"Wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
