@@ -138,7 +138,7 @@ Runtime and result, all three tasks at the cpu scale, 3 seeds, 2026-12-02 on the
 (fp32 peak 360-390 GFLOP/s that day): reverse with its 4,000-step cap, `pe-research sweep mcgill
 --tasks reverse --workers 2` (commit 59f30e4: 49 min 10 s for 21 runs in 7 trainings), then copy
 and count_copy, `--tasks copy count_copy --workers 2` (commit ebd0bce: 1 h 1 min for 42 runs in
-14 trainings, beside another sweep of 3 runs), then `pe-research sweep mcgill` to summarize all
+14 trainings, beside two 3-run addition sweeps), then `pe-research sweep mcgill` to summarize all
 63 (nothing between the two commits changes these programs; summary.md tags the two versions
 apart). 56 of 63 fit: copy 15/21, count_copy 21/21, reverse 20/21 (reverse by 1,800-3,900
 steps; a NoPE seed on copy and an ALiBi seed on reverse passed .95 at a fit check but not in

@@ -141,14 +141,14 @@ from pe_research.sweeps.experiments import FIT_TRAIN
 from pe_research.sweeps.protocol import SAME, Protocol, row
 
 ENCODINGS = ["sinusoidal", "learned", "rope", "alibi", "transformer_xl"]
-LEARNED_INIT_STD = 1.0 / (0.02 * 64**0.5)
-"""6.25: Ruoss et al.'s learned table starts at hk.Embed's default (truncated normal, std 1) beside
-token embeddings of std 0.02 scaled by sqrt(d_model 64) (0.16); the same ratio beside our
-unit-variance tokens. The encoding's default (0.02) would start it 300x weaker than theirs."""
 TASKS = {name: tasks.get(name, alphabet=2) for name in ("reverse", "duplicate")}
 SEEDS = (0, 1, 2)
 # Ruoss et al.'s encoder (experiments/example.py and models/transformer.py of their code).
 ENCODER = ModelConfig(num_layers=5, d_model=64, num_heads=8, mlp_dim=256, causal=False)
+LEARNED_INIT_STD = 1.0 / (0.02 * ENCODER.d_model**0.5)
+"""6.25: Ruoss et al.'s learned table starts at hk.Embed's default (truncated normal, std 1) beside
+token embeddings of std 0.02 scaled by sqrt(d_model 64) (0.16); the same ratio beside our
+unit-variance tokens. The encoding's default (0.02) would start it 300x weaker than theirs."""
 SCALES = {
     # The paper's model; lengths, batch and steps scaled down; trained until fit.
     "cpu": dict(train_length=16, lengths=(16, *range(17, 65)), max_pos=256, model=ENCODER,

@@ -11,10 +11,11 @@ per length (mean over the given runs) and writes them, per run, to --out as JSON
 row, weighted by how many tokens each position scores, is the run's token accuracy in eval.jsonl.
 
 Result on addition's headline model (experiments/addition.py: learned absolute + coupling, its
-table initialised as the paper's; the three seeds of 2026-12-02, commit 2340436): every sum digit
-but the last stays at .91-1.00 to 24 digits, while the last digit (the carry out) and END fall
-to .70 / .66 at 12 digits, .56 / .48 at 16 and .57 / .45 at 24 (all 1.00 at 8, the training
-length): the model adds beyond its training length but does not know where the sum stops.
+table initialised as the paper's; its three seeds of 2026-12-02, commit 2340436, all fit):
+every sum digit but the last stays at .91-1.00 to 24 digits, while the last digit (the carry
+out) and END fall to .70 / .66 at 12 digits, .56 / .48 at 16 and .57 / .45 at 24 (all 1.00 at
+8, the training length): the model adds beyond its training length but does not know where the
+sum stops.
 """
 
 from __future__ import annotations

@@ -66,8 +66,8 @@ def main() -> None:
         f"# ({len(args.junit_xml)} run{'s' * (len(args.junit_xml) > 1)}, {datetime.date.today()}, "
         f"{os.cpu_count()} cores, "
         f"{len(cases)} tests). Written by scripts/tier_tests.py; see its docstring.",
-        f"# {len(slow)} slow tests; the {len(others)} others took {fast_s:.0f} s of test time "
-        "at most.",
+        f"# {len(slow)} slow tests; the {len(others)} other{'s' * (len(others) != 1)} took "
+        f"{fast_s:.0f} s of test time at most.",
     ]
     if args.add:
         header.insert(2, f"# --add: kept the {len(kept)} tests of the earlier slow tier.")
