@@ -76,9 +76,10 @@ def test_config_json_records_the_code_and_the_devices(tmp_path):
     assert versions["device_kinds"] == [jax.devices()[0].device_kind]
     package = Path(pe_research.__file__).parent
     head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=package, capture_output=True, text=True, check=False
-    )
-    if head.returncode == 0:  # a git checkout: the commit, and whether the package was edited
+        ["git", "log", "-1", "--format=%H", "HEAD", "--", "."], cwd=package, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    if head.returncode == 0:  # a git checkout: the package's last commit, and whether it was edited
         assert versions["git_commit"] == head.stdout.strip()
         diff = subprocess.run(
             ["git", "status", "--porcelain", "--", "."], cwd=package, capture_output=True,
@@ -88,6 +89,36 @@ def test_config_json_records_the_code_and_the_devices(tmp_path):
     else:  # an installed copy: nothing is claimed
         assert "git_commit" not in versions
     assert runs.read_versions(tmp_path / "run") == versions
+
+
+def test_the_recorded_commit_is_the_packages_last_change_so_docs_commits_do_not_split_a_sweep(
+    tmp_path,
+):
+    from pe_research.runs import provenance
+
+    def git(*args):
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "code")
+    code = git("rev-parse", "HEAD")
+    (tmp_path / "README.md").write_text("docs\n")
+    git("add", ".")
+    git("commit", "-qm", "docs only")
+    assert git("rev-parse", "HEAD") != code
+    assert provenance.folder_revision(package) == {"git_commit": code, "git_dirty": False}
+    (package / "__init__.py").write_text("x = 2\n")  # an edit to the code is still told apart
+    edited = provenance.folder_revision(package)
+    assert edited["git_commit"] == code and edited["git_dirty"]
+    git("commit", "-qam", "code again")
+    assert provenance.folder_revision(package)["git_commit"] == git("rev-parse", "HEAD")
 
 
 def test_summary_keeps_runs_of_different_code_apart_and_warns(tmp_path):

@@ -1,5 +1,6 @@
-"""Provenance: which code and machine produced a run (package version, git commit of the package's
-source and whether it had uncommitted changes, jax/flax versions, device kinds).
+"""Provenance: which code and machine produced a run (package version, the last git commit that
+changed the package's source and whether it had uncommitted changes, jax/flax versions, device
+kinds).
 
 `code_version` condenses it to one line; summaries refuse to average runs of different code.
 """
@@ -34,14 +35,22 @@ def _git(*args: str, cwd: Path) -> str | None:
 
 @functools.cache
 def source_revision() -> dict[str, Any]:
-    """The git commit of this package's source, and whether the package has uncommitted changes
-    (with a hash of them, so two dirty trees can be told apart); {} if the package is not a
-    tracked part of a git checkout (an installed wheel). Computed once per process: a process
-    runs the code it imported, whatever happens to the files later."""
-    package = Path(__file__).resolve().parents[1]  # pe_research/
+    """The last git commit that changed this package's source (pe_research/), and whether the
+    package has uncommitted changes (with a hash of them, so two dirty trees can be told apart);
+    {} if the package is not a tracked part of a git checkout (an installed wheel). Commits that
+    touch only docs, experiments or tests leave it as it was, so a sweep resumed after them is
+    still one code version (an experiment's settings are in each run's config). Computed once
+    per process: a process runs the code it imported, whatever happens to the files later."""
+    return folder_revision(Path(__file__).resolve().parents[1])  # pe_research/
+
+
+def folder_revision(package: Path) -> dict[str, Any]:
+    """`source_revision` of any folder tracked by git (with an __init__.py)."""
     if _git("ls-files", "--error-unmatch", "__init__.py", cwd=package) is None:
         return {}
-    commit = _git("rev-parse", "HEAD", cwd=package)
+    commit = _git("log", "-1", "--format=%H", "HEAD", "--", ".", cwd=package)
+    if not commit:  # a shallow clone without the package's last change
+        commit = _git("rev-parse", "HEAD", cwd=package)
     if commit is None:
         return {}
     diff = _git("diff", "HEAD", "--", ".", cwd=package) or ""
