@@ -4,6 +4,7 @@ learning-rate schedules, and the errors that say where an option lives."""
 
 import dataclasses
 import functools
+from collections import defaultdict
 
 import jax
 import jax.numpy as jnp
@@ -167,6 +168,38 @@ def test_default_addition_is_unchanged_by_the_new_options():
     np.testing.assert_array_equal(a.coords, b.coords)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_random_hint_start_draws_anywhere_the_hints_fit_in_training_and_held_out(causal):
+    """Zhou et al.'s sampling: each sequence's hints are a consecutive run h_o .. h_{o+n} of the
+    `hints` symbols, o drawn anywhere it fits, in training and evaluation alike."""
+    task = tasks.get("addition", index_hints=True, hints=12, random_hint_start=True)
+    for sampled in (task, task.held_out()):
+        batch = sample(sampled, 3, 256, 7, causal)
+        starts: dict[int, set[int]] = defaultdict(set)
+        for b in range(256):
+            seq = full_sequence(batch, b, causal)
+            plus, sep = int(np.argmax(seq == task.plus)), int(np.argmax(seq == task.sep))
+            n = plus // 2
+            o = int(seq[0]) - task.hint(0)
+            for part, count in ((seq[:plus], n), (seq[plus + 1 : sep], n), (seq[sep + 1 :], n + 1)):
+                np.testing.assert_array_equal(
+                    part[0 : 2 * count : 2], [task.hint(o + k) for k in range(count)]
+                )
+            assert 0 <= o and o + n <= task.hints - 1  # the carry digit's hint still exists
+            starts[n].add(o)
+        assert starts[7] == set(range(12 - 7)), starts[7]  # every start that fits is drawn
+        assert max(starts[1]) > 7  # short numbers reach the far hints
+
+
+def test_random_hint_start_refuses_what_it_cannot_draw():
+    with pytest.raises(ValueError, match="index_hints is off: set --index-hints"):
+        tasks.get("addition", random_hint_start=True)
+    with pytest.raises(ValueError, match="keep one"):
+        tasks.get("addition", index_hints=True, hint_offset=2, random_hint_start=True)
+    with pytest.raises(ValueError, match="random_hint_start must be true or false"):
+        tasks.get("addition", index_hints=True, random_hint_start=1)
+
+
 def test_hint_offset_needs_hints_for_every_training_length():
     task = tasks.get("addition", index_hints=True, hints=20, hint_offset=12)
     cfg = RunConfig(task=task, train=TrainConfig(train_length=8), eval=EvalConfig(lengths=(8, 16)))
@@ -187,15 +220,20 @@ def logits(model, tokens, pos):
     return np.asarray(model(tokens, pos), np.float64)
 
 
-def test_the_shared_table_equals_per_layer_tables_that_are_all_the_same():
-    shared = Transformer(TINY, encodings.get("t5", shared=True), 12, rngs=nnx.Rngs(0))
-    per_layer = Transformer(TINY, encodings.get("t5"), 12, rngs=nnx.Rngs(1))
+@pytest.mark.parametrize(("name", "keys"), [
+    ("t5", {"table_NH"}),
+    ("fire", {"w_in_F", "b_in_F", "w_out_FH", "b_out_H", "c", "threshold_scale"}),
+])  # fmt: skip
+def test_the_shared_table_equals_per_layer_tables_that_are_all_the_same(name, keys):
+    """T5's one table (Kazemnejad et al.'s decoder) and FIRE's one MLP (Zhou et al. 2024)."""
+    shared = Transformer(TINY, encodings.get(name, shared=True), 12, rngs=nnx.Rngs(0))
+    per_layer = Transformer(TINY, encodings.get(name), 12, rngs=nnx.Rngs(1))
     table = nnx.to_pure_dict(nnx.state(shared, nnx.Param))
     top = table.pop("pe")  # the one table, at the top level
-    assert set(top) == {"table_NH"}
+    assert set(top) == keys
     for block in table["blocks"].values():
         assert "pe" not in block["attn"]  # no per-layer table
-        block["attn"]["pe"] = {"table_NH": top["table_NH"]}
+        block["attn"]["pe"] = dict(top)
     state = nnx.state(per_layer, nnx.Param)
     nnx.replace_by_pure_dict(state, table)
     nnx.update(per_layer, state)
@@ -204,7 +242,9 @@ def test_the_shared_table_equals_per_layer_tables_that_are_all_the_same():
     np.testing.assert_allclose(logits(per_layer, tokens, pos), logits(shared, tokens, pos),
                                rtol=1e-6, atol=1e-6)  # fmt: skip
     # And the layers really read it: a changed shared table changes the output.
-    shared.pe["table_NH"] = nnx.Param(shared.pe["table_NH"][...] + jnp.arange(32.0)[:, None])
+    first = sorted(keys)[0]
+    value = shared.pe[first][...]
+    shared.pe[first] = nnx.Param(value + jnp.linspace(0.0, 3.0, value.size).reshape(value.shape))
     assert np.abs(logits(shared, tokens, pos) - logits(per_layer, tokens, pos)).max() > 1e-3
 
 

@@ -46,6 +46,11 @@ class FIRE(Encoding):
     The paper is causal (i >= j); we use |i - j|, which is the same under a causal mask and the
     symmetric variant without one. Translation invariant while every query position is below L;
     beyond, the normalizer grows with the query position (progressive interpolation).
+
+    `shared`: False (our default): each layer learns its own f_theta, c and L. True: one set,
+    made by `init_embed` and read by every layer's bias hook, as Zhou et al. (2024, arXiv
+    2402.09371, Appendix B.2: "layerwise sharing of attention bias across all attention
+    blocks") ran FIRE.
     """
 
     name = "fire"
@@ -54,13 +59,22 @@ class FIRE(Encoding):
     init_c: float = 0.1
     init_threshold: float = 512.0
     eps: float = 1e-6
+    shared: bool = False
 
     def check(self, dims: Dims, max_position: int) -> None:
         check_positive("fire hidden", self.hidden)
         check_positive("fire init_c", self.init_c)
         check_positive("fire init_threshold", self.init_threshold)
+        if not isinstance(self.shared, bool):
+            raise ValueError(f"fire shared must be true or false, got {self.shared!r}.")
+
+    def init_embed(self, key: jax.Array, dims: Dims) -> Params:
+        return self._mlp(key, dims) if self.shared else {}
 
     def init_layer(self, key: jax.Array, dims: Dims) -> Params:
+        return {} if self.shared else self._mlp(key, dims)
+
+    def _mlp(self, key: jax.Array, dims: Dims) -> Params:
         k1, k2, k3, k4 = jax.random.split(key, 4)
         F, H = self.hidden, dims.num_heads
 

@@ -222,6 +222,10 @@ class Addition(_ReversedArithmetic):
     (`held_out`) starts at h_0. Cho et al.'s code samples index hints so (HanseulJo/
     position-coupling, src/data/addition.py, AdditionDatasetWithIndexHints: a random start per
     example in training, a fixed one at evaluation); training needs n + 1 + hint_offset <= hints.
+    `random_hint_start` instead draws each sequence's start anywhere the hints fit,
+    o ~ U{0..hints - n - 1}, in training and at evaluation alike: Zhou et al.'s sampling
+    ("randomly sample a consecutive index hints from a pre-defined ordered index set with 102
+    distinct symbols", the same at test time; arXiv 2402.09371, Section 4.1 and Appendix B.1).
 
     `reversed_operands` and `end_token`: see the base (Cho et al.'s format).
 
@@ -238,6 +242,7 @@ class Addition(_ReversedArithmetic):
     index_hints: bool = False
     hints: int = 256
     hint_offset: int = 0
+    random_hint_start: bool = False
 
     @property
     def plus(self) -> int:
@@ -250,7 +255,13 @@ class Addition(_ReversedArithmetic):
     def digit_tokens(
         self, key: jax.Array, digit_BT: jax.Array, k_BT: jax.Array, hint_BT: jax.Array
     ) -> jax.Array:
-        o_B1 = jax.random.randint(key, (digit_BT.shape[0], 1), 0, self.hint_offset + 1, jnp.int32)
+        if self.random_hint_start:
+            # The sum's carry digit has the row's largest significance, n: n + 1 hints.
+            n_B1 = jnp.max(jnp.where(hint_BT, k_BT, 0), axis=1, keepdims=True)
+            high_B1 = jnp.maximum(self.hints - n_B1, 1)
+        else:
+            high_B1 = jnp.full((digit_BT.shape[0], 1), self.hint_offset + 1, jnp.int32)
+        o_B1 = jax.random.randint(key, high_B1.shape, 0, high_B1, jnp.int32)
         return jnp.where(hint_BT, self.hint(k_BT + o_B1), digit_BT)
 
     @property
@@ -258,7 +269,8 @@ class Addition(_ReversedArithmetic):
         return self.hints if self.index_hints else 0
 
     def held_out(self) -> Addition:
-        # Evaluation (and the fit check) start every number's hints at h_0.
+        # Evaluation (and the fit check) start every number's hints at h_0, unless the start is
+        # drawn anywhere (random_hint_start), as in training.
         return dataclasses.replace(self, hint_offset=0)
 
     @property
@@ -281,6 +293,21 @@ class Addition(_ReversedArithmetic):
             raise ValueError(
                 f"addition hint_offset={offset} shifts the index hints, but index_hints is off: "
                 "set --index-hints, or drop --hint-offset."
+            )
+        if not isinstance(self.random_hint_start, bool):
+            raise ValueError(
+                f"addition random_hint_start must be true or false, got {self.random_hint_start!r}."
+            )
+        if self.random_hint_start and not self.index_hints:
+            raise ValueError(
+                "addition random_hint_start draws where the index hints start, but index_hints "
+                "is off: set --index-hints, or drop --random-hint-start."
+            )
+        if self.random_hint_start and offset:
+            raise ValueError(
+                f"addition random_hint_start and hint_offset={offset} are two ways to draw where "
+                "the hints start: keep one (random_hint_start draws it anywhere the hints fit, "
+                "hint_offset up to a bound in training only)."
             )
 
     def check_lengths(self, train_length: int, eval_lengths: tuple[int, ...]) -> None:
