@@ -22,7 +22,8 @@ from pe_research.tasks import Copy, Task
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    """A small pre-LayerNorm transformer."""
+    """A small transformer: pre-LayerNorm and a GELU MLP unless `norm`, `norm_position` and
+    `mlp` say otherwise."""
 
     num_layers: int = 2
     d_model: int = 64
@@ -45,9 +46,22 @@ class ModelConfig:
     to, s learned per layer and head; entmax15 (1.5-entmax, sparse; with the nape encoding it is
     ASEntmax, Vasylenko et al., 2025, arXiv 2506.16640). All but softmax take the einsum path."""
 
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    """The block's normalisation layers and the last one before the output head: LayerNorm, or
+    RMSNorm (no mean subtracted, a scale and no bias; T5's, Gemma's, Zhou et al. 2024's)."""
+    norm_position: Literal["pre", "pre_post"] = "pre"
+    """pre: x + f(norm(x)) for each sublayer f (attention, MLP). pre_post: x + norm'(f(norm(x))),
+    each sublayer's output normalised again before it joins the residual stream (Gemma 2's
+    sandwich; Zhou et al. 2024, Appendix B.2: 'both PreNorm and PostNorm layers')."""
+    mlp: Literal["gelu", "geglu"] = "gelu"
+    """gelu: W_out gelu(W_in x + b_in) + b_out. geglu (Shazeer, 2020, arXiv 2002.05202):
+    W_out (gelu(W_gate x) * (W_in x + b_in)) + b_out, one more d_model x mlp_dim matrix."""
+
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("compute_dtype", "attention", "normalization")
+    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
+        "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp",
+    )  # fmt: skip
 
     @property
     def head_dim(self) -> int:
@@ -73,7 +87,7 @@ class ModelConfig:
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
                 "choose sizes with d_model % num_heads == 0."
             )
-        for name in ("compute_dtype", "attention", "normalization"):
+        for name in ("compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp"):
             choices = typing.get_args(typing.get_type_hints(ModelConfig)[name])
             if getattr(self, name) not in choices:
                 raise ValueError(

@@ -1,4 +1,5 @@
-"""A small pre-LayerNorm transformer in Flax NNX that any encoding plugs into.
+"""A small transformer in Flax NNX that any encoding plugs into (pre-LayerNorm and a GELU MLP by
+default; RMSNorm, pre+post norm and GeGLU are options of ModelConfig).
 
 The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
 unconditionally; it never asks which encoding it has. Attention layer i holds the encoding's
@@ -309,25 +310,46 @@ def attend_in_chunks(attend, *xs_B: jax.Array) -> jax.Array:
 
 
 class MLP(nnx.Module):
+    """GELU MLP, or GeGLU (`ModelConfig.mlp`)."""
+
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.compute_dtype = cfg.compute_dtype
+        self.gated = cfg.mlp == "geglu"
         self.w_in_DF = _normal(rngs, (cfg.d_model, cfg.mlp_dim), cfg.d_model)
         self.b_in_F = nnx.Param(jnp.zeros((cfg.mlp_dim,)))
+        if self.gated:
+            self.w_gate_DF = _normal(rngs, (cfg.d_model, cfg.mlp_dim), cfg.d_model)
         self.w_out_FD = _normal(rngs, (cfg.mlp_dim, cfg.d_model), cfg.mlp_dim)
         self.b_out_D = nnx.Param(jnp.zeros((cfg.d_model,)))
 
     def __call__(self, x_BLD: jax.Array) -> jax.Array:
         dtype = self.compute_dtype
-        h_BLF = jax.nn.gelu(_dense(x_BLD, self.w_in_DF[...], self.b_in_F[...], dtype=dtype))
+        h_BLF = _dense(x_BLD, self.w_in_DF[...], self.b_in_F[...], dtype=dtype)
+        if self.gated:
+            h_BLF = jax.nn.gelu(_dense(x_BLD, self.w_gate_DF[...], dtype=dtype)) * h_BLF
+        else:
+            h_BLF = jax.nn.gelu(h_BLF)
         return _dense(h_BLF, self.w_out_FD[...], self.b_out_D[...], dtype=dtype)
+
+
+def norm_layer(cfg: ModelConfig, *, rngs: nnx.Rngs) -> nnx.LayerNorm | nnx.RMSNorm:
+    """The normalisation `ModelConfig.norm` names (flax defaults: float32 scale, epsilon 1e-6)."""
+    if cfg.norm == "rmsnorm":
+        return nnx.RMSNorm(cfg.d_model, rngs=rngs)
+    return nnx.LayerNorm(cfg.d_model, rngs=rngs)
 
 
 class Block(nnx.Module):
     def __init__(self, cfg: ModelConfig, encoding: Encoding, *, rngs: nnx.Rngs):
-        self.norm_attn = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.norm_attn = norm_layer(cfg, rngs=rngs)
         self.attn = Attention(cfg, encoding, rngs=rngs)
-        self.norm_mlp = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.norm_mlp = norm_layer(cfg, rngs=rngs)
         self.mlp = MLP(cfg, rngs=rngs)
+        # pre_post: each sublayer's output normalised before the residual add.
+        self.post_norm = cfg.norm_position == "pre_post"
+        if self.post_norm:
+            self.post_attn = norm_layer(cfg, rngs=rngs)
+            self.post_mlp = norm_layer(cfg, rngs=rngs)
 
     def __call__(
         self,
@@ -346,8 +368,10 @@ class Block(nnx.Module):
         shared: dict[str, jax.Array] | None = None,
     ) -> jax.Array:
         """The block on the tokens of several groups at once (see Attention.ragged)."""
-        x_ND = x_ND + self.attn.ragged(self.norm_attn(x_ND), groups, shared)
-        return x_ND + self.mlp(self.norm_mlp(x_ND))
+        attn_ND = self.attn.ragged(self.norm_attn(x_ND), groups, shared)
+        x_ND = x_ND + (self.post_attn(attn_ND) if self.post_norm else attn_ND)
+        mlp_ND = self.mlp(self.norm_mlp(x_ND))
+        return x_ND + (self.post_mlp(mlp_ND) if self.post_norm else mlp_ND)
 
 
 class Transformer(nnx.Module):
@@ -373,7 +397,7 @@ class Transformer(nnx.Module):
                     f"(init_embed) and in layer {i} (init_layer); attention hooks read both, so "
                     "the names must differ: rename one of them in the encoding."
                 )
-        self.norm_out = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.norm_out = norm_layer(cfg, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 
     def set_encoding(self, encoding: Encoding) -> None:

@@ -218,3 +218,61 @@ def test_encodings_are_hashable_and_round_trip(name):
     enc = encodings.get(name)
     assert hash(enc) == hash(encodings.get(name))
     assert encodings.from_dict(encodings.to_dict(enc)) == enc
+
+
+@pytest.mark.parametrize(
+    ("norm", "norm_position", "mlp"),
+    [("layernorm", "pre", "gelu"), ("rmsnorm", "pre", "gelu"), ("layernorm", "pre", "geglu"),
+     ("rmsnorm", "pre_post", "geglu"), ("layernorm", "pre_post", "gelu")],
+)  # fmt: skip
+def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
+    """The whole model (NoPE, causal) recomputed in numpy float64 from its own weights, for each
+    block the options make: RMSNorm or LayerNorm, pre or pre+post norm, GELU or GeGLU."""
+    cfg = dataclasses.replace(CFG, norm=norm, norm_position=norm_position, mlp=mlp)
+    cfg.check()
+    model = build(encodings.get("nope"), cfg)
+    # Non-trivial norm scales and biases, so that a layer read in the wrong place shows.
+    for i, (path, leaf) in enumerate(nnx.to_flat_state(nnx.state(model, nnx.Param))):
+        if path[-1] in ("scale", "bias"):
+            leaf.set_value(leaf[...] + 0.1 * jax.random.normal(jax.random.key(i), leaf.shape))
+    params = nnx.to_pure_dict(nnx.state(model, nnx.Param))
+    f64 = jax.tree.map(lambda x: np.asarray(x, np.float64), params)
+    tok = tokens()
+
+    def normalize(p, x):
+        if norm == "rmsnorm":
+            return x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-6) * p["scale"]
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-6) * p["scale"] + p["bias"]
+
+    def gelu(x):  # jax.nn.gelu's default tanh form
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+    x = f64["embed_VD"][np.asarray(tok)]
+    causal = np.tril(np.ones((L, L), bool))
+    for block in f64["blocks"].values():
+        attn = block["attn"]
+        qkv = np.einsum("bld,dthk->tblhk", normalize(block["norm_attn"], x), attn["w_qkv_D3HK"])
+        scores = np.einsum("blhk,bmhk->bhlm", qkv[0], qkv[1]) / np.sqrt(cfg.head_dim)
+        scores = np.where(causal, scores, -np.inf)
+        probs = np.exp(scores - scores.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        out = np.einsum("bhlm,bmhk,hkd->bld", probs, qkv[2], attn["w_out_HKD"])
+        x = x + (normalize(block["post_attn"], out) if norm_position == "pre_post" else out)
+        m, h = block["mlp"], normalize(block["norm_mlp"], x)
+        up = h @ m["w_in_DF"] + m["b_in_F"]
+        hidden = gelu(h @ m["w_gate_DF"]) * up if mlp == "geglu" else gelu(up)
+        out = hidden @ m["w_out_FD"] + m["b_out_D"]
+        x = x + (normalize(block["post_mlp"], out) if norm_position == "pre_post" else out)
+    want = normalize(f64["norm_out"], x) @ f64["w_head_DV"]
+    got = np.asarray(model(tok, contiguous()), np.float64)
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+    assert ("post_attn" in f64["blocks"][0]) == (norm_position == "pre_post")
+    assert ("w_gate_DF" in f64["blocks"][0]["mlp"]) == (mlp == "geglu")
+
+
+def test_block_options_refuse_unknown_values():
+    with pytest.raises(ValueError, match="model norm 'batchnorm' is not supported.*rmsnorm"):
+        ModelConfig(norm="batchnorm").check()
+    with pytest.raises(ValueError, match="model mlp 'swiglu' is not supported.*geglu"):
+        ModelConfig(mlp="swiglu").check()

@@ -18,7 +18,10 @@ def matmul_flops(cfg: RunConfig, width: int) -> float:
     m = cfg.model
     L, D, F, V = width, m.d_model, m.mlp_dim, cfg.task.vocab_size
     HK = m.num_heads * m.head_dim
-    per_layer = 2 * L * D * 3 * HK + 2 * L * HK * D + 2 * 2 * L * L * HK + 2 * 2 * L * D * F
+    mlp_matrices = 3 if m.mlp == "geglu" else 2
+    per_layer = (
+        2 * L * D * 3 * HK + 2 * L * HK * D + 2 * 2 * L * L * HK + 2 * mlp_matrices * L * D * F
+    )
     return m.num_layers * per_layer + 2 * L * D * V
 
 
