@@ -26,14 +26,14 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 - model / sizes. Paper: encoder: 5 layers, d_model 64, 8 heads of 8, MLP 256 [google-
   deepmind/randomized_positional_encodings experiments/example.py (num_layers, embedding_dim),
   models/transformer.py (num_heads 8, widening_factor 4)]. Here: cpu, gpu, paper: same.
-- model / block. Paper: post-LayerNorm, ReLU MLP, dropout 0.1, token embeddings initialised with
-  std 0.02 and scaled by sqrt(d_model) (std 0.16) [google-
-  deepmind/randomized_positional_encodings models/transformer.py (TransformerConfig,
-  TransformerEmbedder, layer_norm after each sublayer)]. Here: cpu, gpu, paper: pre-LayerNorm,
-  GELU MLP, no dropout, unit-variance token embeddings (so sin/cos, of amplitude 1, weigh 6.25x
-  less beside them than in the paper). Why: our model's one block and token scale for every
-  experiment; post-norm, dropout and the token scale are not options of ModelConfig (a model
-  change beyond this issue)
+- model / block. Paper: post-LayerNorm, ReLU MLP, dropout 0.1 (on at evaluation too: the model
+  has no training switch), token embeddings initialised with std 0.02 and scaled by
+  sqrt(d_model) (std 0.16) [google-deepmind/randomized_positional_encodings
+  models/transformer.py (TransformerConfig, TransformerEmbedder, layer_norm after each
+  sublayer), experiments/range_evaluation.py (model.apply with an rng)]. Here: cpu, gpu, paper:
+  post-LayerNorm, ReLU MLP, no dropout, q.k / sqrt(head dim), token embeddings of std 0.16
+  (ModelConfig embed_std). Why: no dropout: our model has no dropout option; the rest as the
+  paper
 - positions / encodings. Paper: sin/cos, learned, RoPE, ALiBi and Transformer-XL's relative
   encoding, each with and without randomized positions [google-
   deepmind/randomized_positional_encodings models/positional_encodings.py
@@ -41,28 +41,35 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 - positions / learned table. Paper: hk.Embed's default initialiser (truncated normal, std 1):
   6.25x the token embeddings' std [google-deepmind/randomized_positional_encodings
   models/transformer.py (TransformerEmbedder: hk.Embed without w_init); google-deepmind/dm-haiku
-  haiku/_src/embed.py (TruncatedNormal())]. Here: cpu, gpu, paper: std 6.25 (learned init_std)
-  beside unit-variance tokens: the paper's ratio at our token scale. Why: our token embeddings
-  are unit-variance (model / block); the ratio is what sets the table's weight beside the tokens
+  haiku/_src/embed.py (TruncatedNormal())]. Here: cpu, gpu, paper: normal, std 1 (learned
+  init_std), beside tokens of std 0.16. Why: not truncated: Haiku's truncation at 2 std makes
+  both of its stds 0.88x nominal, and the ratio is the same
 - positions / randomized positions. Paper: a sorted sample without replacement from [0, 2,048),
-  one sample per batch, at training and at test [google-deepmind/randomized_positional_encodings
-  experiments/example.py (noise_max_length 2048), models/positional_encodings.py
-  (noisy_fixed_positional_encodings)]. Here: cpu: a sorted sample from [0, 256) per sequence
-  (positions.Randomized), evaluated with randomized positions as the paper and, apart, with
-  contiguous ones; gpu, paper: a sorted sample from [0, 2,048) per sequence
-  (positions.Randomized), evaluated with randomized positions as the paper and, apart, with
-  contiguous ones. Why: one sample per sequence is the sampler's rule (each sequence's positions
-  have the paper's distribution); the range is scaled down with the lengths on cpu
-- optimisation / optimizer. Paper: Adam, a constant learning rate from {1e-4, 3e-4, 5e-4}, no
-  weight decay, gradient clip 1.0† [google-deepmind/randomized_positional_encodings
-  experiments/training.py (optax.adam, max_grad_norm 1.0); arXiv 2305.16843, Section 4 (learning
-  rates)]. Here: cpu: AdamW (b2 0.999), lr 0.003, 200 warm-up steps then cosine to 10%, weight
-  decay 0.01, gradient clip 1; gpu: AdamW (b2 0.999), lr 0.003, 50 warm-up steps then cosine to
-  10%, weight decay 0.01, gradient clip 1; paper: lr 1e-4 only; AdamW (b2 0.999), lr 0.0001, 0
-  warm-up steps then constant, weight decay 0, gradient clip 1. Why: cpu and gpu train until fit
-  in a few thousand steps, which needs a higher, annealed rate (scripts/search_recipes.py); the
-  paper scale runs one of the three rates, as a sweep over them triples the cost
-- optimisation / batch and steps. Paper: batch 128, 2,000,000 steps† [google-
+  one sample per batch, at training and at test; sin/cos and learned sample once, at the
+  embedding; RoPE, ALiBi and relative draw a fresh sample in every layer, ALiBi and relative as
+  sorted distances from [1, 2,048) rather than positions [google-
+  deepmind/randomized_positional_encodings experiments/example.py (noise_max_length 2048),
+  models/positional_encodings.py (noisy_fixed_positional_encodings; hk.next_rng_key() in each
+  attention layer); the repository's issue 1 (test time)]. Here: cpu: a sorted sample from [0,
+  256) per sequence (positions.Randomized), shared by every layer, evaluated with randomized
+  positions as the paper and, apart, with contiguous ones; gpu, paper: a sorted sample from [0,
+  2,048) per sequence (positions.Randomized), shared by every layer, evaluated with randomized
+  positions as the paper and, apart, with contiguous ones. Why: positions are one explicit input
+  per sequence that every layer reads (our model's contract), so one sample per sequence, with
+  the paper's distribution of positions, for every encoding; the range is scaled down with the
+  lengths on cpu
+- optimisation / optimizer. Paper: Adam, a constant learning rate from {1e-4, 3e-4, 5e-4} (the
+  released example script: 1e-3), no weight decay, gradient clip 1.0† [google-
+  deepmind/randomized_positional_encodings experiments/training.py (optax.adam, max_grad_norm
+  1.0); arXiv 2305.16843, Section 4 (learning rates)]. Here: cpu: AdamW (b2 0.999), lr 0.003,
+  200 warm-up steps then cosine to 10%, weight decay 0.01, gradient clip 1; gpu: AdamW (b2
+  0.999), lr 0.003, 50 warm-up steps then cosine to 10%, weight decay 0.01, gradient clip 1;
+  paper: lr 1e-4 only; AdamW (b2 0.999), lr 0.0001, 0 warm-up steps then constant, weight decay
+  0, gradient clip 1. Why: cpu and gpu train until fit in a few thousand steps, which needs a
+  higher, annealed rate (scripts/search_recipes.py); the paper scale runs one of the three
+  rates, as a sweep over them triples the cost
+- optimisation / batch and steps. Paper: batch 128, 2,000,000 steps (the released example
+  script: 10,000), the last parameters evaluated† [google-
   deepmind/randomized_positional_encodings experiments/example.py (batch_size 128); arXiv
   2305.16843, Section 4 (steps)]. Here: cpu: batch 64, 4,000 steps at most, stopped once exact
   match at the training length is >= 0.95 (checked every 100); gpu: batch 32, 10,000 steps;
@@ -97,7 +104,12 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 †: cited from the paper as we read it; not checked against its text from this machine (no copy
 of the paper here): check it before a paper-scale run.
 
-Runtime and result: not yet run with the current code. Expected cost: 90 runs in 30 trainings of
+Runtime and result: not yet run with the current code. Since 2026-12-02 the encoder is the
+paper's block (post-LayerNorm, ReLU, tokens of std 0.16; model / block above). A probe with it
+(reverse, seed 0, contiguous positions, the cpu recipe, evaluated at 16 and 32): RoPE fits
+(exact match >= .95 at 16) by step 300, learned by 500, ALiBi and sin/cos by 600, 47-71 s each
+on the 2-core machine beside a running sweep; none copies 32 symbols exactly (token accuracy
+.52-.79). Randomized positions were not probed. Expected cost: 90 runs in 30 trainings of
 3 packed seeds, at most 4,000 steps each. scripts/sweep_cost.py timed two of its trainings in
 two sessions on 2026-12-01, with other jobs sharing the 2-core machine both times: 1.8-4.7 s per
 step at a measured fp32 matmul peak of 17.7 GFLOP/s (115 h at the step caps on one process),
@@ -144,11 +156,15 @@ ENCODINGS = ["sinusoidal", "learned", "rope", "alibi", "transformer_xl"]
 TASKS = {name: tasks.get(name, alphabet=2) for name in ("reverse", "duplicate")}
 SEEDS = (0, 1, 2)
 # Ruoss et al.'s encoder (experiments/example.py and models/transformer.py of their code).
-ENCODER = ModelConfig(num_layers=5, d_model=64, num_heads=8, mlp_dim=256, causal=False)
-LEARNED_INIT_STD = 1.0 / (0.02 * ENCODER.d_model**0.5)
-"""6.25: Ruoss et al.'s learned table starts at hk.Embed's default (truncated normal, std 1) beside
-token embeddings of std 0.02 scaled by sqrt(d_model 64) (0.16); the same ratio beside our
-unit-variance tokens. The encoding's default (0.02) would start it 300x weaker than theirs."""
+ENCODER = ModelConfig(
+    num_layers=5, d_model=64, num_heads=8, mlp_dim=256, causal=False,
+    norm_position="post", mlp="relu", embed_std=0.02 * 64**0.5,
+)  # fmt: skip
+"""Ruoss et al.'s encoder block (models/transformer.py): post-LayerNorm, ReLU MLP, and token
+embeddings of std 0.02 scaled by sqrt(d_model 64): 0.16."""
+LEARNED_INIT_STD = 1.0
+"""Ruoss et al.'s learned table starts at hk.Embed's default (truncated normal, std 1), 6.25x the
+tokens' 0.16. The encoding's default (0.02) would start it 50x weaker than theirs."""
 SCALES = {
     # The paper's model; lengths, batch and steps scaled down; trained until fit.
     "cpu": dict(train_length=16, lengths=(16, *range(17, 65)), max_pos=256, model=ENCODER,
@@ -219,16 +235,14 @@ PROTOCOL = Protocol(
             "(num_heads 8, widening_factor 4)",
             **{s: SAME for s in SCALES}),
         row("model", "block",
-            "post-LayerNorm, ReLU MLP, dropout 0.1, token embeddings initialised with std 0.02 "
-            "and scaled by sqrt(d_model) (std 0.16)",
+            "post-LayerNorm, ReLU MLP, dropout 0.1 (on at evaluation too: the model has no "
+            "training switch), token embeddings initialised with std 0.02 and scaled by "
+            "sqrt(d_model) (std 0.16)",
             f"{REPO} models/transformer.py (TransformerConfig, TransformerEmbedder, layer_norm "
-            "after each sublayer)",
-            **{s: "pre-LayerNorm, GELU MLP, no dropout, unit-variance token embeddings (so "
-               "sin/cos, of amplitude 1, weigh 6.25x less beside them than in the paper)"
-               for s in SCALES},
-            why="our model's one block and token scale for every experiment; post-norm, dropout "
-            "and the token scale are not options of ModelConfig (a model change beyond this "
-            "issue)"),
+            "after each sublayer), experiments/range_evaluation.py (model.apply with an rng)",
+            **{s: describe.block(ENCODER) + f", token embeddings of std {ENCODER.embed_std:.2f} "
+               "(ModelConfig embed_std)" for s in SCALES},
+            why="no dropout: our model has no dropout option; the rest as the paper"),
         row("positions", "encodings",
             "sin/cos, learned, RoPE, ALiBi and Transformer-XL's relative encoding, each with "
             "and without randomized positions",
@@ -239,29 +253,38 @@ PROTOCOL = Protocol(
             "embeddings' std",
             f"{REPO} models/transformer.py (TransformerEmbedder: hk.Embed without w_init); "
             "google-deepmind/dm-haiku haiku/_src/embed.py (TruncatedNormal())",
-            **{s: "std 6.25 (learned init_std) beside unit-variance tokens: the paper's ratio "
-               "at our token scale" for s in SCALES},
-            why="our token embeddings are unit-variance (model / block); the ratio is what sets "
-            "the table's weight beside the tokens"),
+            **{s: f"normal, std {LEARNED_INIT_STD:g} (learned init_std), beside tokens of std "
+               f"{ENCODER.embed_std:.2f}" for s in SCALES},
+            why="not truncated: Haiku's truncation at 2 std makes both of its stds 0.88x "
+            "nominal, and the ratio is the same"),
         row("positions", "randomized positions",
             "a sorted sample without replacement from [0, 2,048), one sample per batch, at "
-            "training and at test", f"{REPO} experiments/example.py (noise_max_length 2048), "
-            "models/positional_encodings.py (noisy_fixed_positional_encodings)",
+            "training and at test; sin/cos and learned sample once, at the embedding; RoPE, "
+            "ALiBi and relative draw a fresh sample in every layer, ALiBi and relative as "
+            "sorted distances from [1, 2,048) rather than positions",
+            f"{REPO} experiments/example.py (noise_max_length 2048), "
+            "models/positional_encodings.py (noisy_fixed_positional_encodings; "
+            "hk.next_rng_key() in each attention layer); the repository's issue 1 (test time)",
             **{n: f"a sorted sample from [0, {s['max_pos']:,}) per sequence "
-               "(positions.Randomized), evaluated with randomized positions as the paper and, "
-               "apart, with contiguous ones" for n, s in SCALES.items()},
-            why="one sample per sequence is the sampler's rule (each sequence's positions have "
-            "the paper's distribution); the range is scaled down with the lengths on cpu"),
+               "(positions.Randomized), shared by every layer, evaluated with randomized "
+               "positions as the paper and, apart, with contiguous ones"
+               for n, s in SCALES.items()},
+            why="positions are one explicit input per sequence that every layer reads (our "
+            "model's contract), so one sample per sequence, with the paper's distribution of "
+            "positions, for every encoding; the range is scaled down with the lengths on cpu"),
         row("optimisation", "optimizer",
-            "Adam, a constant learning rate from {1e-4, 3e-4, 5e-4}, no weight decay, gradient "
-            "clip 1.0", f"{REPO} experiments/training.py (optax.adam, max_grad_norm 1.0); "
+            "Adam, a constant learning rate from {1e-4, 3e-4, 5e-4} (the released example "
+            "script: 1e-3), no weight decay, gradient clip 1.0",
+            f"{REPO} experiments/training.py (optax.adam, max_grad_norm 1.0); "
             f"{PAPER}, Section 4 (learning rates)",
             **_scaled(lambda s: describe.optimiser(s["train"])),
             paper="lr 1e-4 only; " + describe.optimiser(SCALES["paper"]["train"]),
             why="cpu and gpu train until fit in a few thousand steps, which needs a higher, "
             "annealed rate (scripts/search_recipes.py); the paper scale runs one of the three "
             "rates, as a sweep over them triples the cost", verified=False),
-        row("optimisation", "batch and steps", "batch 128, 2,000,000 steps",
+        row("optimisation", "batch and steps",
+            "batch 128, 2,000,000 steps (the released example script: 10,000), the last "
+            "parameters evaluated",
             f"{REPO} experiments/example.py (batch_size 128); {PAPER}, Section 4 (steps)",
             **_scaled(lambda s: describe.schedule(s["train"])), paper=SAME,
             why="scaled down for 2 CPU cores (cpu) and one accelerator (gpu)", verified=False),

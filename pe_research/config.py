@@ -49,18 +49,25 @@ class ModelConfig:
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     """The block's normalisation layers and the last one before the output head: LayerNorm, or
     RMSNorm (no mean subtracted, a scale and no bias; T5's, Gemma's, Zhou et al. 2024's)."""
-    norm_position: Literal["pre", "pre_post"] = "pre"
-    """pre: x + f(norm(x)) for each sublayer f (attention, MLP). pre_post: x + norm'(f(norm(x))),
-    each sublayer's output normalised again before it joins the residual stream (Gemma 2's
-    sandwich; Zhou et al. 2024, Appendix B.2: 'both PreNorm and PostNorm layers')."""
-    mlp: Literal["gelu", "geglu"] = "gelu"
-    """gelu: W_out gelu(W_in x + b_in) + b_out. geglu (Shazeer, 2020, arXiv 2002.05202):
-    W_out (gelu(W_gate x) * (W_in x + b_in)) + b_out, one more d_model x mlp_dim matrix."""
+    norm_position: Literal["pre", "pre_post", "post"] = "pre"
+    """pre: x + f(norm(x)) for each sublayer f (attention, MLP), and a last norm before the
+    output head. pre_post: x + norm'(f(norm(x))), each sublayer's output normalised again before
+    it joins the residual stream (Gemma 2's sandwich; Zhou et al. 2024, Appendix B.2: 'both
+    PreNorm and PostNorm layers'). post: norm(x + f(x)), Vaswani et al.'s original block (Ruoss
+    et al. 2023's code); the stream leaves the last block normalised, so no last norm."""
+    mlp: Literal["gelu", "geglu", "relu"] = "gelu"
+    """gelu: W_out gelu(W_in x + b_in) + b_out; relu: the same with ReLU. geglu (Shazeer, 2020,
+    arXiv 2002.05202): W_out (gelu(W_gate x) * (W_in x + b_in)) + b_out, one more d_model x
+    mlp_dim matrix."""
+    embed_std: float = 1.0
+    """Starting std of the token embeddings (no later rescaling). 1: unit variance, the scale of
+    Vaswani et al.'s sqrt(d_model) rescaling, beside unit-amplitude sinusoids. Ruoss et al.'s
+    code: 0.02 * sqrt(d_model)."""
 
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
     OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
-        "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp",
+        "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp", "embed_std",
     )  # fmt: skip
 
     @property
@@ -82,6 +89,11 @@ class ModelConfig:
                     f"model {name} must be >= 1, got {getattr(self, name)}: set "
                     f"--model.{name.replace('_', '-')} to a positive integer."
                 )
+        if not self.embed_std > 0:
+            raise ValueError(
+                f"model embed_std must be > 0, got {self.embed_std}: set --model.embed-std to the "
+                "token embeddings' starting std (1.0: unit variance)."
+            )
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "

@@ -1,5 +1,5 @@
 """A small transformer in Flax NNX that any encoding plugs into (pre-LayerNorm and a GELU MLP by
-default; RMSNorm, pre+post norm and GeGLU are options of ModelConfig).
+default; RMSNorm, pre+post or post norm, ReLU and GeGLU are options of ModelConfig).
 
 The model holds its encoding as a static attribute and calls every hook (embed, rotate, bias)
 unconditionally; it never asks which encoding it has. Attention layer i holds the encoding's
@@ -310,11 +310,12 @@ def attend_in_chunks(attend, *xs_B: jax.Array) -> jax.Array:
 
 
 class MLP(nnx.Module):
-    """GELU MLP, or GeGLU (`ModelConfig.mlp`)."""
+    """GELU or ReLU MLP, or GeGLU (`ModelConfig.mlp`)."""
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.compute_dtype = cfg.compute_dtype
         self.gated = cfg.mlp == "geglu"
+        self.activation = jax.nn.relu if cfg.mlp == "relu" else jax.nn.gelu
         self.w_in_DF = _normal(rngs, (cfg.d_model, cfg.mlp_dim), cfg.d_model)
         self.b_in_F = nnx.Param(jnp.zeros((cfg.mlp_dim,)))
         if self.gated:
@@ -328,7 +329,7 @@ class MLP(nnx.Module):
         if self.gated:
             h_BLF = jax.nn.gelu(_dense(x_BLD, self.w_gate_DF[...], dtype=dtype)) * h_BLF
         else:
-            h_BLF = jax.nn.gelu(h_BLF)
+            h_BLF = self.activation(h_BLF)
         return _dense(h_BLF, self.w_out_FD[...], self.b_out_D[...], dtype=dtype)
 
 
@@ -341,13 +342,14 @@ def norm_layer(cfg: ModelConfig, *, rngs: nnx.Rngs) -> nnx.LayerNorm | nnx.RMSNo
 
 class Block(nnx.Module):
     def __init__(self, cfg: ModelConfig, encoding: Encoding, *, rngs: nnx.Rngs):
+        # norm_attn and norm_mlp sit before their sublayer (pre, pre_post) or after the residual
+        # add (post); pre_post adds post_attn and post_mlp on each sublayer's output.
         self.norm_attn = norm_layer(cfg, rngs=rngs)
         self.attn = Attention(cfg, encoding, rngs=rngs)
         self.norm_mlp = norm_layer(cfg, rngs=rngs)
         self.mlp = MLP(cfg, rngs=rngs)
-        # pre_post: each sublayer's output normalised before the residual add.
-        self.post_norm = cfg.norm_position == "pre_post"
-        if self.post_norm:
+        self.norm_position = cfg.norm_position
+        if self.norm_position == "pre_post":
             self.post_attn = norm_layer(cfg, rngs=rngs)
             self.post_mlp = norm_layer(cfg, rngs=rngs)
 
@@ -368,10 +370,17 @@ class Block(nnx.Module):
         shared: dict[str, jax.Array] | None = None,
     ) -> jax.Array:
         """The block on the tokens of several groups at once (see Attention.ragged)."""
+        if self.norm_position == "post":
+            x_ND = self.norm_attn(x_ND + self.attn.ragged(x_ND, groups, shared))
+            return self.norm_mlp(x_ND + self.mlp(x_ND))
         attn_ND = self.attn.ragged(self.norm_attn(x_ND), groups, shared)
-        x_ND = x_ND + (self.post_attn(attn_ND) if self.post_norm else attn_ND)
+        if self.norm_position == "pre_post":
+            attn_ND = self.post_attn(attn_ND)
+        x_ND = x_ND + attn_ND
         mlp_ND = self.mlp(self.norm_mlp(x_ND))
-        return x_ND + (self.post_mlp(mlp_ND) if self.post_norm else mlp_ND)
+        if self.norm_position == "pre_post":
+            mlp_ND = self.post_mlp(mlp_ND)
+        return x_ND + mlp_ND
 
 
 class Transformer(nnx.Module):
@@ -384,9 +393,10 @@ class Transformer(nnx.Module):
         encoding.check(cfg.dims(), 0)
         self.encoding = encoding
         self.compute_dtype = cfg.compute_dtype
-        # Unit-variance token embeddings: the scale of Vaswani et al.'s sqrt(d_model) rescaling,
-        # comparable to the unit-amplitude sinusoids added to them.
-        self.embed_VD = nnx.Param(jax.random.normal(rngs.params(), (vocab_size, cfg.d_model)))
+        # Unit-variance token embeddings by default: the scale of Vaswani et al.'s sqrt(d_model)
+        # rescaling, comparable to the unit-amplitude sinusoids added to them (cfg.embed_std).
+        embed_VD = jax.random.normal(rngs.params(), (vocab_size, cfg.d_model))
+        self.embed_VD = nnx.Param(embed_VD if cfg.embed_std == 1.0 else embed_VD * cfg.embed_std)
         self.pe = _params(encoding.init_embed(rngs.params(), cfg.dims()))
         n = cfg.num_layers
         self.blocks = nnx.List([Block(cfg, encoding.for_layer(i, n), rngs=rngs) for i in range(n)])
@@ -397,7 +407,10 @@ class Transformer(nnx.Module):
                     f"(init_embed) and in layer {i} (init_layer); attention hooks read both, so "
                     "the names must differ: rename one of them in the encoding."
                 )
-        self.norm_out = norm_layer(cfg, rngs=rngs)
+        # Post-norm blocks already hand the head a normalised stream.
+        self.final_norm = cfg.norm_position != "post"
+        if self.final_norm:
+            self.norm_out = norm_layer(cfg, rngs=rngs)
         self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 
     def set_encoding(self, encoding: Encoding) -> None:
@@ -435,7 +448,8 @@ class Transformer(nnx.Module):
         x_ND = xs[0] if len(xs) == 1 else jnp.concatenate(xs)
         for block in self.blocks:
             x_ND = block.ragged(x_ND, meta, shared)
-        x_ND = self.norm_out(x_ND)
+        if self.final_norm:
+            x_ND = self.norm_out(x_ND)
         # float32 from the matmul's accumulator, not rounded through bfloat16.
         w_head_DV = self.w_head_DV[...]
         return _dense(x_ND, w_head_DV, dtype=self.compute_dtype, out_dtype="float32")

@@ -223,7 +223,8 @@ def test_encodings_are_hashable_and_round_trip(name):
 @pytest.mark.parametrize(
     ("norm", "norm_position", "mlp"),
     [("layernorm", "pre", "gelu"), ("rmsnorm", "pre", "gelu"), ("layernorm", "pre", "geglu"),
-     ("rmsnorm", "pre_post", "geglu"), ("layernorm", "pre_post", "gelu")],
+     ("rmsnorm", "pre_post", "geglu"), ("layernorm", "pre_post", "gelu"),
+     ("layernorm", "post", "relu")],
 )  # fmt: skip
 def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
     """The whole model (NoPE, causal) recomputed in numpy float64 from its own weights, for each
@@ -248,27 +249,46 @@ def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
     def gelu(x):  # jax.nn.gelu's default tanh form
         return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
+    activation = (lambda x: np.maximum(x, 0.0)) if mlp == "relu" else gelu
+    pre = (lambda p, x: normalize(p, x)) if norm_position != "post" else (lambda p, x: x)
+
     x = f64["embed_VD"][np.asarray(tok)]
     causal = np.tril(np.ones((L, L), bool))
     for block in f64["blocks"].values():
         attn = block["attn"]
-        qkv = np.einsum("bld,dthk->tblhk", normalize(block["norm_attn"], x), attn["w_qkv_D3HK"])
+        qkv = np.einsum("bld,dthk->tblhk", pre(block["norm_attn"], x), attn["w_qkv_D3HK"])
         scores = np.einsum("blhk,bmhk->bhlm", qkv[0], qkv[1]) / np.sqrt(cfg.head_dim)
         scores = np.where(causal, scores, -np.inf)
         probs = np.exp(scores - scores.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         out = np.einsum("bhlm,bmhk,hkd->bld", probs, qkv[2], attn["w_out_HKD"])
         x = x + (normalize(block["post_attn"], out) if norm_position == "pre_post" else out)
-        m, h = block["mlp"], normalize(block["norm_mlp"], x)
+        if norm_position == "post":
+            x = normalize(block["norm_attn"], x)
+        m, h = block["mlp"], pre(block["norm_mlp"], x)
         up = h @ m["w_in_DF"] + m["b_in_F"]
-        hidden = gelu(h @ m["w_gate_DF"]) * up if mlp == "geglu" else gelu(up)
+        hidden = gelu(h @ m["w_gate_DF"]) * up if mlp == "geglu" else activation(up)
         out = hidden @ m["w_out_FD"] + m["b_out_D"]
         x = x + (normalize(block["post_mlp"], out) if norm_position == "pre_post" else out)
-    want = normalize(f64["norm_out"], x) @ f64["w_head_DV"]
+        if norm_position == "post":
+            x = normalize(block["norm_mlp"], x)
+    if norm_position != "post":
+        x = normalize(f64["norm_out"], x)
+    assert ("norm_out" in f64) == (norm_position != "post")
+    want = x @ f64["w_head_DV"]
     got = np.asarray(model(tok, contiguous()), np.float64)
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
     assert ("post_attn" in f64["blocks"][0]) == (norm_position == "pre_post")
     assert ("w_gate_DF" in f64["blocks"][0]["mlp"]) == (mlp == "geglu")
+
+
+def test_embed_std_scales_the_token_embeddings_and_nothing_else():
+    plain = build(encodings.get("sinusoidal"))
+    small = build(encodings.get("sinusoidal"), dataclasses.replace(CFG, embed_std=0.16))
+    np.testing.assert_allclose(small.embed_VD[...], 0.16 * plain.embed_VD[...], rtol=1e-6)
+    np.testing.assert_array_equal(small.w_head_DV[...], plain.w_head_DV[...])
+    with pytest.raises(ValueError, match="embed_std must be > 0"):
+        ModelConfig(embed_std=0.0).check()
 
 
 def test_block_options_refuse_unknown_values():

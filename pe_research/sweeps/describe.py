@@ -19,8 +19,8 @@ def sizes(model: ModelConfig) -> str:
 def block(model: ModelConfig) -> str:
     """The block: where and which normalisation, the MLP, the attention scaling."""
     norm = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}[model.norm]
-    where = {"pre": "pre", "pre_post": "pre- and post"}[model.norm_position]
-    mlp = {"gelu": "GELU", "geglu": "GeGLU"}[model.mlp]
+    where = {"pre": "pre", "pre_post": "pre- and post", "post": "post"}[model.norm_position]
+    mlp = {"gelu": "GELU", "geglu": "GeGLU", "relu": "ReLU"}[model.mlp]
     return f"{where}-{norm}, {mlp} MLP, no dropout, q.k / sqrt(head dim)"
 
 
