@@ -4,6 +4,7 @@ import csv
 import errno
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -359,6 +360,38 @@ class _Worker:
 
     def poll(self):
         return self.returncode
+
+
+def test_a_sigterm_to_the_sweep_stops_its_workers(tmp_path, monkeypatch):
+    """`kill` of a `sweep --workers 2` (the parent) exits with 143 and terminates the workers it
+    started, instead of leaving them training, orphaned."""
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+
+    class Worker(_Worker):
+        terminated = False
+
+        def poll(self):
+            return None  # still training
+
+        def terminate(self):
+            Worker.terminated = True
+
+    monkeypatch.setattr(sweep.subprocess, "Popen", Worker(None, dead_pid()))
+    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+
+    def killed(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this returns
+
+    monkeypatch.setattr(train, "train_group", killed)
+    before = signal.getsignal(signal.SIGTERM)
+    argv = ["sweep", str(experiment), "--out", str(tmp_path / "out"), "--no-progress"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--workers", "2"])
+    assert exit_info.value.code == 128 + signal.SIGTERM
+    assert Worker.terminated
+    assert signal.getsignal(signal.SIGTERM) == before  # restored for whoever called the sweep
 
 
 @pytest.mark.parametrize("holder", ["dead-worker", "live-process"])

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -285,6 +286,19 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
+def _exit_on_sigterm() -> object | None:
+    """Make SIGTERM raise SystemExit(143) in this (main) thread; returns the handler it
+    replaced, for the caller to restore. A no-op off the main thread (returns None)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: signals are the main thread's
+        return None
+
+
 def run_experiment(
     experiment: str,
     out: Path | None = None,
@@ -324,6 +338,9 @@ def run_experiment(
             "combine with --shard or a multi-process JAX job: drop one of them."
         )
     helpers = []
+    # A SIGTERM (kill, a scheduler's cancel) exits through the `finally` below, which stops the
+    # workers: without this they would train on, orphaned, after this process is gone.
+    stop = _exit_on_sigterm() if workers > 1 else None
     try:
         for i in range(1, workers):
             command = [sys.executable, "-m", "pe_research.cli", "sweep", experiment, "--out",
@@ -358,6 +375,8 @@ def run_experiment(
             if proc.poll() is None:
                 proc.terminate()
             log.close()
+        if stop is not None:
+            signal.signal(signal.SIGTERM, stop)
     if not summarize:
         return done, []
     rows = summary.finished_rows(done.dirs)
