@@ -26,9 +26,10 @@ Protocol, paper vs here (cpu, paper scales; same: as the paper):
   128, 4 heads of 32, MLP 512; paper: same. Why: scaled down for 2 CPU cores
 - model / block. Paper: RMSNorm before and after each sublayer (Primer's), GeGLU feed-forward,
   no dropout [arXiv 2402.09371, Appendix B.2]. Here: cpu, paper: pre- and post-RMSNorm, GeGLU
-  MLP, no dropout, q.k / sqrt(head dim). Why: the same block as we read it: the post-norm
-  normalises each sublayer's output before the residual add (ModelConfig
-  norm_position='pre_post'); the paper does not say where its PostNorm sits
+  MLP, no dropout, q.k / sqrt(head dim). Why: the same block as we read it: the paper does not
+  say where its PostNorm sits; ours follows the residual add (ModelConfig
+  norm_position='pre_post'), as Cho et al.'s code does for the same name (HanseulJo/position-
+  coupling, CustomGPT2Block)
 - positions / encoding and positions. Paper: FIRE (a 2-layer MLP of 32 ReLU units, one bias
   shared by every layer) with randomized positions; FIRE, KerpleLog, RoPE and NoPE as
   comparisons, randomized positions tried with FIRE and KerpleLog only; the range of randomized
@@ -186,9 +187,9 @@ PROTOCOL = Protocol(
             "RMSNorm before and after each sublayer (Primer's), GeGLU feed-forward, no dropout",
             f"{PAPER}, Appendix B.2",
             **{n: describe.block(s["model"]) for n, s in SCALES.items()},
-            why="the same block as we read it: the post-norm normalises each sublayer's output "
-            "before the residual add (ModelConfig norm_position='pre_post'); the paper does not "
-            "say where its PostNorm sits"),
+            why="the same block as we read it: the paper does not say where its PostNorm sits; "
+            "ours follows the residual add (ModelConfig norm_position='pre_post'), as Cho et "
+            "al.'s code does for the same name (HanseulJo/position-coupling, CustomGPT2Block)"),
         row("positions", "encoding and positions",
             "FIRE (a 2-layer MLP of 32 ReLU units, one bias shared by every layer) with "
             "randomized positions; FIRE, KerpleLog, RoPE and NoPE as comparisons, randomized "

@@ -51,10 +51,11 @@ class ModelConfig:
     RMSNorm (no mean subtracted, a scale and no bias; T5's, Gemma's, Zhou et al. 2024's)."""
     norm_position: Literal["pre", "pre_post", "post"] = "pre"
     """pre: x + f(norm(x)) for each sublayer f (attention, MLP), and a last norm before the
-    output head. pre_post: x + norm'(f(norm(x))), each sublayer's output normalised again before
-    it joins the residual stream (Gemma 2's sandwich; Zhou et al. 2024, Appendix B.2: 'both
-    PreNorm and PostNorm layers'). post: norm(x + f(x)), Vaswani et al.'s original block (Ruoss
-    et al. 2023's code); the stream leaves the last block normalised, so no last norm."""
+    output head. pre_post: norm'(x + f(norm(x))), a PreNorm into each sublayer and a PostNorm
+    after its residual add, and the last norm (Cho et al. 2024's `normalization_position:
+    pre_post`, HanseulJo/position-coupling, CustomGPT2Block; Zhou et al. 2024, Appendix B.2:
+    'both PreNorm and PostNorm layers'). post: norm(x + f(x)), Vaswani et al.'s original block
+    (Ruoss et al. 2023's code); the stream leaves the last block normalised, so no last norm."""
     mlp: Literal["gelu", "geglu", "relu"] = "gelu"
     """gelu: W_out gelu(W_in x + b_in) + b_out; relu: the same with ReLU. geglu (Shazeer, 2020,
     arXiv 2002.05202): W_out (gelu(W_gate x) * (W_in x + b_in)) + b_out, one more d_model x

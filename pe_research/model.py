@@ -343,7 +343,7 @@ def norm_layer(cfg: ModelConfig, *, rngs: nnx.Rngs) -> nnx.LayerNorm | nnx.RMSNo
 class Block(nnx.Module):
     def __init__(self, cfg: ModelConfig, encoding: Encoding, *, rngs: nnx.Rngs):
         # norm_attn and norm_mlp sit before their sublayer (pre, pre_post) or after the residual
-        # add (post); pre_post adds post_attn and post_mlp on each sublayer's output.
+        # add (post); pre_post adds post_attn and post_mlp after each residual add.
         self.norm_attn = norm_layer(cfg, rngs=rngs)
         self.attn = Attention(cfg, encoding, rngs=rngs)
         self.norm_mlp = norm_layer(cfg, rngs=rngs)
@@ -373,14 +373,11 @@ class Block(nnx.Module):
         if self.norm_position == "post":
             x_ND = self.norm_attn(x_ND + self.attn.ragged(x_ND, groups, shared))
             return self.norm_mlp(x_ND + self.mlp(x_ND))
-        attn_ND = self.attn.ragged(self.norm_attn(x_ND), groups, shared)
+        x_ND = x_ND + self.attn.ragged(self.norm_attn(x_ND), groups, shared)
         if self.norm_position == "pre_post":
-            attn_ND = self.post_attn(attn_ND)
-        x_ND = x_ND + attn_ND
-        mlp_ND = self.mlp(self.norm_mlp(x_ND))
-        if self.norm_position == "pre_post":
-            mlp_ND = self.post_mlp(mlp_ND)
-        return x_ND + mlp_ND
+            x_ND = self.post_attn(x_ND)
+        x_ND = x_ND + self.mlp(self.norm_mlp(x_ND))
+        return self.post_mlp(x_ND) if self.norm_position == "pre_post" else x_ND
 
 
 class Transformer(nnx.Module):

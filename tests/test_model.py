@@ -228,7 +228,8 @@ def test_encodings_are_hashable_and_round_trip(name):
 )  # fmt: skip
 def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
     """The whole model (NoPE, causal) recomputed in numpy float64 from its own weights, for each
-    block the options make: RMSNorm or LayerNorm, pre or pre+post norm, GELU or GeGLU."""
+    block the options make: RMSNorm or LayerNorm; pre, pre+post (a PostNorm after each residual
+    add) or post norm; GELU, ReLU or GeGLU."""
     cfg = dataclasses.replace(CFG, norm=norm, norm_position=norm_position, mlp=mlp)
     cfg.check()
     model = build(encodings.get("nope"), cfg)
@@ -262,14 +263,18 @@ def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
         probs = np.exp(scores - scores.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
         out = np.einsum("bhlm,bmhk,hkd->bld", probs, qkv[2], attn["w_out_HKD"])
-        x = x + (normalize(block["post_attn"], out) if norm_position == "pre_post" else out)
+        x = x + out
+        if norm_position == "pre_post":
+            x = normalize(block["post_attn"], x)
         if norm_position == "post":
             x = normalize(block["norm_attn"], x)
         m, h = block["mlp"], pre(block["norm_mlp"], x)
         up = h @ m["w_in_DF"] + m["b_in_F"]
         hidden = gelu(h @ m["w_gate_DF"]) * up if mlp == "geglu" else activation(up)
         out = hidden @ m["w_out_FD"] + m["b_out_D"]
-        x = x + (normalize(block["post_mlp"], out) if norm_position == "pre_post" else out)
+        x = x + out
+        if norm_position == "pre_post":
+            x = normalize(block["post_mlp"], x)
         if norm_position == "post":
             x = normalize(block["norm_mlp"], x)
     if norm_position != "post":
