@@ -38,8 +38,9 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   [HanseulJo/position-coupling scripts/addition/run_coupling.sh (norm_pos=pre_post, act=gated-
   gelu); HanseulJo/position-coupling configs/model/CustomT5DecoderOnly.yaml, README (Remarks)].
   Here: cpu, gpu, paper: pre-LayerNorm, GELU MLP with biases, no dropout, q.k / sqrt(head dim).
-  Why: our model's one block and scaling for every experiment; RMSNorm, gating and post-norms
-  are not options of ModelConfig (a model change beyond this issue)
+  Why: the runs predate ModelConfig's norm='rmsnorm', norm_position='pre_post' and mlp='geglu'
+  (2026-12-02), which make this block: switching reruns the experiment, not yet done; unscaled
+  logits are not a model option (only the T5 bias's own, t5 scaled=False)
 - positions / encodings. Paper: learned absolute positions with coupling (headline); NoPE and
   other encodings as baselines [HanseulJo/position-coupling scripts/addition/run_coupling.sh
   (position_encoding_type=abs_learned); arXiv 2405.20671]. Here: cpu, gpu, paper: same.
@@ -300,8 +301,10 @@ PROTOCOL = Protocol(
             "configs/model/CustomT5DecoderOnly.yaml, README (Remarks)",
             **{s: "pre-LayerNorm, GELU MLP with biases, no dropout, q.k / sqrt(head dim)"
                for s in SCALES},
-            why="our model's one block and scaling for every experiment; RMSNorm, gating and "
-            "post-norms are not options of ModelConfig (a model change beyond this issue)"),
+            why="the runs predate ModelConfig's norm='rmsnorm', norm_position='pre_post' and "
+            "mlp='geglu' (2026-12-02), which make this block: switching reruns the experiment, "
+            "not yet done; unscaled logits are not a model option (only the T5 bias's own, t5 "
+            "scaled=False)"),
         row("positions", "encodings",
             "learned absolute positions with coupling (headline); NoPE and other encodings as "
             "baselines", f"{RUN} (position_encoding_type=abs_learned); arXiv 2405.20671",
