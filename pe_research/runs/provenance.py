@@ -49,7 +49,9 @@ def folder_revision(package: Path) -> dict[str, Any]:
     if _git("ls-files", "--error-unmatch", "__init__.py", cwd=package) is None:
         return {}
     commit = _git("log", "-1", "--format=%H", "HEAD", "--", ".", cwd=package)
-    if not commit:  # a shallow clone without the package's last change
+    # A shallow clone whose history stops after the package's last change names its oldest
+    # commit instead: the same code may then read as two versions, never two codes as one.
+    if not commit:
         commit = _git("rev-parse", "HEAD", cwd=package)
     if commit is None:
         return {}
