@@ -88,10 +88,12 @@ Protocol, paper vs here (cpu, paper scales; same: as the paper):
   and mean ± std. Why: 3 seeds is the codebase's standard; a best of 3 is a lower bound on a
   best of 10
 
-Runtime and result (cpu scale, commit a62a977-0e5fe28's code, 2026-12-02, 2 workers on 2 cores,
-with tests and a CI run beside it for part of the time): 1 h 56 min; 0 of 15 runs fit. Every
-training reached the 4,000-step cap with exact match 0 at every length; token accuracy at 8
-digits, mean over seeds: KerpleLog .41, FIRE .34, RoPE .30, NoPE .28, FIRE + randomized .23
+Runtime and result (cpu scale, code of commit 0e5fe28 as every run's config.json records,
+2026-12-02, 2 workers on 2 cores, with tests and a CI run beside it for part of the time):
+1 h 56 min; 0 of 15 runs fit at the training length (8 digits). Every training reached the
+4,000-step cap with exact match 0 at every length and in every seed, so the paper's best-seed
+aggregate is 0 too; token accuracy at 8 digits, mean over seeds (all unfit): KerpleLog .41,
+FIRE .34, RoPE .30, NoPE .28, FIRE + randomized .23
 (final losses 0.8-1.9 against ln 10 = 2.3 at chance). 4,000 steps of 64 sums (256,000
 additions) are under 1% of the paper's 30M, and the paper's own loss nears zero only after
 about 10,000 steps of about 600 sums: at this scale the recipe does not train, so these runs

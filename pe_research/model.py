@@ -392,8 +392,9 @@ class Transformer(nnx.Module):
         self.compute_dtype = cfg.compute_dtype
         # Unit-variance token embeddings by default: the scale of Vaswani et al.'s sqrt(d_model)
         # rescaling, comparable to the unit-amplitude sinusoids added to them (cfg.embed_std).
-        embed_VD = jax.random.normal(rngs.params(), (vocab_size, cfg.d_model))
-        self.embed_VD = nnx.Param(embed_VD if cfg.embed_std == 1.0 else embed_VD * cfg.embed_std)
+        # (x * 1.0 is exact: the default draws the same numbers as before the option existed.)
+        embed_VD = jax.random.normal(rngs.params(), (vocab_size, cfg.d_model)) * cfg.embed_std
+        self.embed_VD = nnx.Param(embed_VD)
         self.pe = _params(encoding.init_embed(rngs.params(), cfg.dims()))
         n = cfg.num_layers
         self.blocks = nnx.List([Block(cfg, encoding.for_layer(i, n), rngs=rngs) for i in range(n)])

@@ -48,10 +48,10 @@ def folder_revision(package: Path) -> dict[str, Any]:
     """`source_revision` of any folder tracked by git (with an __init__.py)."""
     if _git("ls-files", "--error-unmatch", "__init__.py", cwd=package) is None:
         return {}
+    # In a shallow clone whose history stops after the package's last change, this names the
+    # oldest commit it has: the same code may then read as two versions, never two codes as one.
     commit = _git("log", "-1", "--format=%H", "HEAD", "--", ".", cwd=package)
-    # A shallow clone whose history stops after the package's last change names its oldest
-    # commit instead: the same code may then read as two versions, never two codes as one.
-    if not commit:
+    if not commit:  # git printed nothing: fall back to HEAD
         commit = _git("rev-parse", "HEAD", cwd=package)
     if commit is None:
         return {}
