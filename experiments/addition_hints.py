@@ -26,8 +26,8 @@ Protocol, paper vs here (cpu, paper scales; same: as the paper):
   128, 4 heads of 32, MLP 512; paper: same. Why: scaled down for 2 CPU cores
 - model / block. Paper: RMSNorm before and after each sublayer (Primer's), GeGLU feed-forward,
   no dropout [arXiv 2402.09371, Appendix B.2]. Here: cpu, paper: pre- and post-RMSNorm, GeGLU
-  MLP, no dropout, q.k / sqrt(head dim). Why: the same block as we read it: the paper does not
-  say where its PostNorm sits; ours follows the residual add (ModelConfig
+  MLP with biases, no dropout, q.k / sqrt(head dim). Why: the same block as we read it: the
+  paper does not say where its PostNorm sits; ours follows the residual add (ModelConfig
   norm_position='pre_post'), as Cho et al.'s code does for the same name (HanseulJo/position-
   coupling, CustomGPT2Block)
 - positions / encoding and positions. Paper: FIRE (a 2-layer MLP of 32 ReLU units, one bias

@@ -31,9 +31,9 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   sqrt(d_model) (std 0.16) [google-deepmind/randomized_positional_encodings
   models/transformer.py (TransformerConfig, TransformerEmbedder, layer_norm after each
   sublayer), experiments/range_evaluation.py (model.apply with an rng)]. Here: cpu, gpu, paper:
-  post-LayerNorm, ReLU MLP, no dropout, q.k / sqrt(head dim), token embeddings of std 0.16
-  (ModelConfig embed_std). Why: no dropout: our model has no dropout option; the rest as the
-  paper
+  post-LayerNorm, ReLU MLP with biases, no dropout, q.k / sqrt(head dim), token embeddings of
+  std 0.16 (ModelConfig embed_std). Why: no dropout: our model has no dropout option; the rest
+  as the paper
 - positions / encodings. Paper: sin/cos, learned, RoPE, ALiBi and Transformer-XL's relative
   encoding, each with and without randomized positions [google-
   deepmind/randomized_positional_encodings models/positional_encodings.py

@@ -64,11 +64,21 @@ class ModelConfig:
     """Starting std of the token embeddings (no later rescaling). 1: unit variance, the scale of
     Vaswani et al.'s sqrt(d_model) rescaling, beside unit-amplitude sinusoids. Ruoss et al.'s
     code: 0.02 * sqrt(d_model)."""
+    qk_scale: Literal["logits", "init"] = "logits"
+    """Where attention's 1/sqrt(head_dim) goes. logits: q.k / sqrt(head_dim), W_q drawn with std
+    d_model^-0.5 (Vaswani et al.). init: q.k unscaled, W_q drawn with std (d_model
+    head_dim)^-0.5 (T5's "Mesh TensorFlow initialization"; Kazemnejad et al. 2023's decoder):
+    the same logits at the first step, but an update to W_q moves them sqrt(head_dim) times
+    further, and an encoding's bias adds to unscaled logits. Hooks that compute their own q.k
+    products (CoPE, Transformer-XL) keep their own scaling."""
+    mlp_bias: bool = True
+    """Biases in the MLP's two projections (T5 has none)."""
 
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
     OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
         "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp", "embed_std",
+        "qk_scale", "mlp_bias",
     )  # fmt: skip
 
     @property
@@ -81,6 +91,7 @@ class ModelConfig:
             num_heads=self.num_heads,
             head_dim=self.head_dim,
             causal=self.causal,
+            logits_scaled=self.qk_scale == "logits",
         )
 
     def check(self) -> None:
@@ -100,7 +111,8 @@ class ModelConfig:
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
                 "choose sizes with d_model % num_heads == 0."
             )
-        for name in ("compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp"):
+        names = ("compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp")
+        for name in (*names, "qk_scale"):
             choices = typing.get_args(typing.get_type_hints(ModelConfig)[name])
             if getattr(self, name) not in choices:
                 raise ValueError(

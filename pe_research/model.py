@@ -79,6 +79,10 @@ class Attention(nnx.Module):
         self.attention = cfg.attention
         self.normalization = cfg.normalization
         self.w_qkv_D3HK = _normal(rngs, (D, 3, H, K), D)
+        # qk_scale 'init': 1/sqrt(K) moves from the logits into W_q's starting values.
+        self.logit_scale = K**-0.5 if cfg.qk_scale == "logits" else 1.0
+        if cfg.qk_scale == "init":
+            self.w_qkv_D3HK = nnx.Param(self.w_qkv_D3HK[...].at[:, 0].multiply(K**-0.5))
         self.w_out_HKD = _normal(rngs, (H, K, D), H * K)
         self.pe = _params(encoding.init_layer(rngs.params(), cfg.dims()))
         # The normalization's own learned parameters (ssmax's scales; none for the others):
@@ -159,11 +163,11 @@ class Attention(nnx.Module):
     ) -> tuple[jax.Array, jax.Array]:
         """(out_BLHK, float32 probs_BHLM): attention of rotated q, k (float32 logits, the
         encoding's bias added), normalised by `ModelConfig.normalization`."""
-        scale = q_BLHK.shape[-1] ** -0.5
         logits_BHLM = jnp.einsum(
             "BLHK,BMHK->BHLM", q_BLHK, k_BMHK, preferred_element_type=jnp.float32
         )
-        logits_BHLM = logits_BHLM * scale + self.encoding.bias(pe, q_BLHK, k_BMHK, pos_BL, pos_BL)
+        bias_BHLM = self.encoding.bias(pe, q_BLHK, k_BMHK, pos_BL, pos_BL)
+        logits_BHLM = logits_BHLM * self.logit_scale + bias_BHLM
         L = q_BLHK.shape[1]
         allowed_BLM = jnp.broadcast_to(valid_BL[:, None, :], (q_BLHK.shape[0], L, L))
         if self.causal:
@@ -195,7 +199,7 @@ class Attention(nnx.Module):
             # A scalar (the no-op hook) becomes [1, 1, 1, 1]; XLA folds the zero away.
             bias=self.encoding.bias(pe, q_BLHK, k_BMHK, pos_BL, pos_BL),
             mask=valid_BL[:, None, None, :],
-            scale=q_BLHK.shape[-1] ** -0.5,
+            scale=self.logit_scale,
             is_causal=self.causal,
             implementation=None,  # XLA's kernel unless JAX picks a fused one (cuDNN) itself
         )
@@ -310,27 +314,31 @@ def attend_in_chunks(attend, *xs_B: jax.Array) -> jax.Array:
 
 
 class MLP(nnx.Module):
-    """GELU or ReLU MLP, or GeGLU (`ModelConfig.mlp`)."""
+    """GELU or ReLU MLP, or GeGLU (`ModelConfig.mlp`), with or without biases (`mlp_bias`)."""
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.compute_dtype = cfg.compute_dtype
         self.gated = cfg.mlp == "geglu"
         self.activation = jax.nn.relu if cfg.mlp == "relu" else jax.nn.gelu
         self.w_in_DF = _normal(rngs, (cfg.d_model, cfg.mlp_dim), cfg.d_model)
-        self.b_in_F = nnx.Param(jnp.zeros((cfg.mlp_dim,)))
+        self.bias = cfg.mlp_bias
+        if self.bias:
+            self.b_in_F = nnx.Param(jnp.zeros((cfg.mlp_dim,)))
         if self.gated:
             self.w_gate_DF = _normal(rngs, (cfg.d_model, cfg.mlp_dim), cfg.d_model)
         self.w_out_FD = _normal(rngs, (cfg.mlp_dim, cfg.d_model), cfg.mlp_dim)
-        self.b_out_D = nnx.Param(jnp.zeros((cfg.d_model,)))
+        if self.bias:
+            self.b_out_D = nnx.Param(jnp.zeros((cfg.d_model,)))
 
     def __call__(self, x_BLD: jax.Array) -> jax.Array:
         dtype = self.compute_dtype
-        h_BLF = _dense(x_BLD, self.w_in_DF[...], self.b_in_F[...], dtype=dtype)
+        b_in_F, b_out_D = (self.b_in_F[...], self.b_out_D[...]) if self.bias else (None, None)
+        h_BLF = _dense(x_BLD, self.w_in_DF[...], b_in_F, dtype=dtype)
         if self.gated:
             h_BLF = jax.nn.gelu(_dense(x_BLD, self.w_gate_DF[...], dtype=dtype)) * h_BLF
         else:
             h_BLF = self.activation(h_BLF)
-        return _dense(h_BLF, self.w_out_FD[...], self.b_out_D[...], dtype=dtype)
+        return _dense(h_BLF, self.w_out_FD[...], b_out_D, dtype=dtype)
 
 
 def norm_layer(cfg: ModelConfig, *, rngs: nnx.Rngs) -> nnx.LayerNorm | nnx.RMSNorm:

@@ -221,16 +221,22 @@ def test_encodings_are_hashable_and_round_trip(name):
 
 
 @pytest.mark.parametrize(
-    ("norm", "norm_position", "mlp"),
-    [("layernorm", "pre", "gelu"), ("rmsnorm", "pre", "gelu"), ("layernorm", "pre", "geglu"),
-     ("rmsnorm", "pre_post", "geglu"), ("layernorm", "pre_post", "gelu"),
-     ("layernorm", "post", "relu")],
+    ("norm", "norm_position", "mlp", "qk_scale", "mlp_bias"),
+    [("layernorm", "pre", "gelu", "logits", True),
+     ("rmsnorm", "pre", "gelu", "logits", True),
+     ("layernorm", "pre", "geglu", "logits", True),
+     ("rmsnorm", "pre_post", "geglu", "logits", True),
+     ("layernorm", "pre_post", "gelu", "logits", True),
+     ("layernorm", "post", "relu", "logits", True),
+     ("rmsnorm", "pre", "relu", "init", False)],  # T5's block
 )  # fmt: skip
-def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
+def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp, qk_scale, mlp_bias):
     """The whole model (NoPE, causal) recomputed in numpy float64 from its own weights, for each
     block the options make: RMSNorm or LayerNorm; pre, pre+post (a PostNorm after each residual
-    add) or post norm; GELU, ReLU or GeGLU."""
-    cfg = dataclasses.replace(CFG, norm=norm, norm_position=norm_position, mlp=mlp)
+    add) or post norm; GELU, ReLU or GeGLU; and T5's block (unscaled q.k, no MLP biases)."""
+    cfg = dataclasses.replace(
+        CFG, norm=norm, norm_position=norm_position, mlp=mlp, qk_scale=qk_scale, mlp_bias=mlp_bias
+    )
     cfg.check()
     model = build(encodings.get("nope"), cfg)
     # Non-trivial norm scales and biases, so that a layer read in the wrong place shows.
@@ -258,7 +264,8 @@ def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
     for block in f64["blocks"].values():
         attn = block["attn"]
         qkv = np.einsum("bld,dthk->tblhk", pre(block["norm_attn"], x), attn["w_qkv_D3HK"])
-        scores = np.einsum("blhk,bmhk->bhlm", qkv[0], qkv[1]) / np.sqrt(cfg.head_dim)
+        scores = np.einsum("blhk,bmhk->bhlm", qkv[0], qkv[1])
+        scores = scores / np.sqrt(cfg.head_dim) if qk_scale == "logits" else scores
         scores = np.where(causal, scores, -np.inf)
         probs = np.exp(scores - scores.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
@@ -269,9 +276,9 @@ def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
         if norm_position == "post":
             x = normalize(block["norm_attn"], x)
         m, h = block["mlp"], pre(block["norm_mlp"], x)
-        up = h @ m["w_in_DF"] + m["b_in_F"]
+        up = h @ m["w_in_DF"] + m.get("b_in_F", 0.0)
         hidden = gelu(h @ m["w_gate_DF"]) * up if mlp == "geglu" else activation(up)
-        out = hidden @ m["w_out_FD"] + m["b_out_D"]
+        out = hidden @ m["w_out_FD"] + m.get("b_out_D", 0.0)
         x = x + out
         if norm_position == "pre_post":
             x = normalize(block["post_mlp"], x)
@@ -285,6 +292,32 @@ def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp):
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
     assert ("post_attn" in f64["blocks"][0]) == (norm_position == "pre_post")
     assert ("w_gate_DF" in f64["blocks"][0]["mlp"]) == (mlp == "geglu")
+    assert ("b_in_F" in f64["blocks"][0]["mlp"]) == mlp_bias
+
+
+def test_qk_scale_init_moves_the_scaling_into_w_q_and_leaves_the_first_logits_alone():
+    """T5's form: W_q drawn 1/sqrt(head_dim) smaller and q.k left unscaled computes the same
+    function at initialisation as the scaled logits (every other weight drawn the same)."""
+    scaled, t5_form = (
+        build(encodings.get("alibi"), dataclasses.replace(CFG, qk_scale=form))
+        for form in ("logits", "init")
+    )
+    w_BD3HK, w_init_D3HK = (m.blocks[0].attn.w_qkv_D3HK[...] for m in (scaled, t5_form))
+    np.testing.assert_allclose(w_init_D3HK[:, 0], w_BD3HK[:, 0] * CFG.head_dim**-0.5, rtol=1e-6)
+    np.testing.assert_array_equal(w_init_D3HK[:, 1:], w_BD3HK[:, 1:])
+    tok = tokens()
+    np.testing.assert_allclose(
+        t5_form(tok, contiguous()), scaled(tok, contiguous()), rtol=1e-4, atol=1e-4
+    )
+    with pytest.raises(ValueError, match="model qk_scale 'none' is not supported.*logits, init"):
+        ModelConfig(qk_scale="none").check()
+
+
+def test_t5_refuses_to_unscale_logits_the_model_leaves_unscaled():
+    cfg = dataclasses.replace(CFG, qk_scale="init")
+    with pytest.raises(ValueError, match="t5 scaled=False.*qk_scale 'init'.*scaled=True"):
+        build(encodings.get("t5", scaled=False), cfg)
+    build(encodings.get("t5", shared=True), cfg)  # the paper's T5 in that form
 
 
 def test_embed_std_scales_the_token_embeddings_and_nothing_else():

@@ -43,6 +43,9 @@ class Dims:
     num_heads: int
     head_dim: int
     causal: bool = True
+    logits_scaled: bool = True
+    """Whether the model divides q.k by sqrt(head_dim) before a bias adds to it (ModelConfig
+    qk_scale)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -138,8 +138,11 @@ class T5Bias(Encoding):
       sqrt(head_dim), which the model's scaling then cancels. T5 instead initialises W_q with
       std (d_model d_kv)^-0.5 ("Mesh TensorFlow initialization"), so its unscaled logits start
       at the size of scaled ones; here W_q keeps the model's initialisation and the unscaled
-      logits start sqrt(head_dim) larger.
-    The paper's T5 is `t5(shared=True, scaled=False)`.
+      logits start sqrt(head_dim) larger. The model's `qk_scale='init'` is T5's form for every
+      encoding (unscaled q.k, W_q drawn that much smaller); with it, `scaled=True` adds the bias
+      to unscaled logits and `scaled=False` is refused.
+    Kazemnejad et al.'s T5 is `t5(shared=True, scaled=False)` under the model's default
+    qk_scale, and `t5(shared=True)` under qk_scale='init'.
     """
 
     name = "t5"
@@ -156,6 +159,12 @@ class T5Bias(Encoding):
                 raise ValueError(
                     f"t5 {option} must be true or false, got {getattr(self, option)!r}."
                 )
+        if not self.scaled and not dims.logits_scaled:
+            raise ValueError(
+                "t5 scaled=False undoes the model's 1/sqrt(head_dim), but with model qk_scale "
+                "'init' the model leaves q.k unscaled already: use t5 with scaled=True (the "
+                "default), whose bias then adds to unscaled logits, as in T5."
+            )
         t5_relative_bucket(
             jnp.zeros((), jnp.int32),
             bidirectional=not dims.causal,

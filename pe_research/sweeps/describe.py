@@ -21,7 +21,12 @@ def block(model: ModelConfig) -> str:
     norm = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}[model.norm]
     where = {"pre": "pre", "pre_post": "pre- and post", "post": "post"}[model.norm_position]
     mlp = {"gelu": "GELU", "geglu": "GeGLU", "relu": "ReLU"}[model.mlp]
-    return f"{where}-{norm}, {mlp} MLP, no dropout, q.k / sqrt(head dim)"
+    biases = "with" if model.mlp_bias else "without"
+    logits = {
+        "logits": "q.k / sqrt(head dim)",
+        "init": "q.k unscaled (W_q drawn sqrt(head dim) smaller)",
+    }[model.qk_scale]
+    return f"{where}-{norm}, {mlp} MLP {biases} biases, no dropout, {logits}"
 
 
 def optimiser(train: TrainConfig) -> str:
