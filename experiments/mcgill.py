@@ -184,10 +184,10 @@ task by task:
   cause; the models count (where they stop grows with n) but undercount past 20, which NoPE
   does not.
 T5's block, measured on five cells (`pe-research sweep scripts/mcgill_t5_block.py --workers 2`,
-2026-12-03, code of this commit, 14 min 14 s; the same configs with RMSNorm, a ReLU MLP without
-biases and q.k unscaled with W_q drawn 1/sqrt(head dim) smaller; dropout and tied output still
-absent). Exact match over 21-40, mean +- std over 3 seeds (fit / seeds); ours from the table
-above; the paper's:
+2026-12-03, the package at commit dc1a4ba, 14 min 14 s; the same configs with RMSNorm, a ReLU
+MLP without biases and q.k unscaled with W_q drawn 1/sqrt(head dim) smaller; dropout and tied
+output still absent). Exact match over 21-40, mean +- std over 3 seeds (fit / seeds); ours from
+the table above; the paper's:
 
     cell                    our block           T5's block          paper
     copy, alibi             .895 +- .027 (2/3)  .647 +- .236 (1/3)  .33

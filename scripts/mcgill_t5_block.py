@@ -16,36 +16,25 @@ experiments/mcgill.py's docstring, "T5's block".
 """
 
 import dataclasses
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from experiments import mcgill  # noqa: E402
-from pe_research import encodings  # noqa: E402
+from pe_research import encodings
+from pe_research.sweeps.experiments import load_experiment
+
+mcgill = load_experiment(str(Path(__file__).resolve().parents[1] / "experiments" / "mcgill.py"))
 
 T5_BLOCK = dict(norm="rmsnorm", mlp="relu", mlp_bias=False, qk_scale="init")
-PAPER_T5 = mcgill.PAPER_ENCODINGS["t5"]
-CELLS = {
-    "copy": ("alibi", "nope"),
-    "count_copy": ("t5", "alibi", "nope"),
-}
+CELLS = {"copy": ("alibi", "nope"), "count_copy": ("t5", "alibi", "nope")}
+# Under qk_scale 'init' the model leaves q.k unscaled itself: the paper's T5 is t5(shared=True).
+UNDER_T5_BLOCK = {**mcgill.PAPER_ENCODINGS, "t5": encodings.get("t5", shared=True)}
 METRIC = "exact_match"
 
 
 def runs():
     out = []
     for cfg in mcgill.runs("cpu"):
-        names = CELLS.get(cfg.task.name, ())
-        for name in names:
-            if cfg.encoding != mcgill.PAPER_ENCODINGS[name]:
-                continue
-            # The paper's T5 under qk_scale 'init': the model already leaves q.k unscaled.
-            encoding = encodings.get("t5", shared=True) if cfg.encoding == PAPER_T5 else None
-            out.append(
-                dataclasses.replace(
-                    cfg,
-                    encoding=encoding or cfg.encoding,
-                    model=dataclasses.replace(cfg.model, **T5_BLOCK),
-                )
-            )
+        for name in CELLS.get(cfg.task.name, ()):
+            if cfg.encoding == mcgill.PAPER_ENCODINGS[name]:
+                model = dataclasses.replace(cfg.model, **T5_BLOCK)
+                out.append(dataclasses.replace(cfg, encoding=UNDER_T5_BLOCK[name], model=model))
     return out

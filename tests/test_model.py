@@ -302,9 +302,9 @@ def test_qk_scale_init_moves_the_scaling_into_w_q_and_leaves_the_first_logits_al
         build(encodings.get("alibi"), dataclasses.replace(CFG, qk_scale=form))
         for form in ("logits", "init")
     )
-    w_BD3HK, w_init_D3HK = (m.blocks[0].attn.w_qkv_D3HK[...] for m in (scaled, t5_form))
-    np.testing.assert_allclose(w_init_D3HK[:, 0], w_BD3HK[:, 0] * CFG.head_dim**-0.5, rtol=1e-6)
-    np.testing.assert_array_equal(w_init_D3HK[:, 1:], w_BD3HK[:, 1:])
+    w_D3HK, w_init_D3HK = (m.blocks[0].attn.w_qkv_D3HK[...] for m in (scaled, t5_form))
+    np.testing.assert_allclose(w_init_D3HK[:, 0], w_D3HK[:, 0] * CFG.head_dim**-0.5, rtol=1e-6)
+    np.testing.assert_array_equal(w_init_D3HK[:, 1:], w_D3HK[:, 1:])
     tok = tokens()
     np.testing.assert_allclose(
         t5_form(tok, contiguous()), scaled(tok, contiguous()), rtol=1e-4, atol=1e-4
