@@ -112,6 +112,8 @@ Round 2, the 4-layer model trained in fewer or cheaper steps (same cells; 100-st
   exactly 3 back needs precise positions that a causal NoPE model must count for itself.
 """
 
+import dataclasses
+
 from pe_research import encodings, tasks
 from pe_research.config import RunConfig
 from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
@@ -119,11 +121,16 @@ from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
 ENCODINGS = ["nope", "sinusoidal", "learned", "rope", "alibi"]
 TASKS = ["copy", "reverse", "offset"]
 
+MAIN_TRAIN = dataclasses.replace(FIT_TRAIN, learning_rate=5e-3, warmup_steps=300)
+"""The main job's training: FIT_TRAIN (until fit, cap 2,000, cosine, 4 length buckets) at lr 5e-3
+after 300 warm-up steps, round 3 of the recipe search above. FIT_TRAIN itself stays at lr 3e-3:
+mcgill, addition and the other experiments that share it keep the recipe their numbers came from."""
+
 
 def runs() -> list[RunConfig]:
     return [
         RunConfig(task=tasks.get(task), encoding=encodings.get(encoding), model=FIT_MODEL,
-                  train=FIT_TRAIN)
+                  train=MAIN_TRAIN)
         for task in TASKS
         for encoding in ENCODINGS
     ]  # fmt: skip
