@@ -12,10 +12,10 @@ al. 2023), ntk, dynamic (NTK), yarn (Peng et al. 2023) and llama3. The runs that
 their evaluation encoding share one training (train.train_group), so RoPE is trained once per
 task.
 
-The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_model 64, lr
-3e-3 after 200 warm-up steps, each run trained until it fits, exact match >= 0.95 at 16, checked
-every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 72 runs, of which the 5
-scalings share RoPE's training (9 trainings of 3 packed seeds).
+The `cpu` preset is the fit recipe (FIT_MODEL and FIT_TRAIN, pe_research/sweeps/experiments.py: 4
+layers, d_model 64, lr 3e-3 after 200 warm-up steps, each run trained until it fits, exact match >=
+0.95 at 16, checked every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 72 runs, of
+which the 5 scalings share RoPE's training (9 trainings of 3 packed seeds).
 
 Runtime and result (`pe-research sweep context_extension --workers 2`, 2026-12-02, code of commit
 e1def6b, the 2-core machine with a niced analysis script beside it): 43 min 32 s for all 72 runs
@@ -91,7 +91,7 @@ from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, STANDARD_SCALES
 
 TASKS = ["copy", "reverse", "offset"]
 SCALES = {
-    # The main job's recipe (experiments/default.py): 4 layers, until fit, at most 2,000 steps.
+    # The fit recipe (FIT_MODEL, FIT_TRAIN): 4 layers, until fit, at most 2,000 steps.
     "cpu": (FIT_MODEL, FIT_TRAIN),
     "gpu": STANDARD_SCALES["gpu"],
 }

@@ -19,10 +19,11 @@ are studied instead: `rope_nd` needs 2-D positions, and the grid and video tasks
 (experiments/grid2d.py, experiments/mrope_video.py); byte_lm has no exact match to fit
 (experiments/lm.py).
 
-Scales: `cpu` is the main job's recipe (experiments/default.py: 4 layers, d_model 64, 4 heads, lr
-3e-3 after 200 warm-up steps, at most 2,000 steps, until exact match >= 0.95 at 16, checked every
-100 steps, 4 length buckets); `gpu` the standard accelerator model (4 layers, d_model 256, 8
-heads, lr 5e-4, at most 5,000 steps, batch 128), also until fit, same lengths.
+Scales: `cpu` is the fit recipe (FIT_MODEL and FIT_TRAIN, pe_research/sweeps/experiments.py: 4
+layers, d_model 64, 4 heads, lr 3e-3 after 200 warm-up steps, at most 2,000 steps, until exact
+match >= 0.95 at 16, checked every 100 steps, 4 length buckets); `gpu` the standard accelerator
+model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128), also until fit,
+same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost:
 not yet run. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps

@@ -11,11 +11,12 @@ Command (from the repository root):
 What runs, at every scale: copy, count_copy (one symbol repeated n times) and reverse over 100
 symbols, every answer ending with END (tasks end_token=True; count_copy always ends with it),
 trained on 1-20 symbols and evaluated at every length 21-40 (and at 20, for the fit verdict), 3
-seeds; the paper's five encodings in the form it trained them (NoPE; T5's bias as T5 runs it,
-one table shared by all layers and added to unscaled logits, `t5(shared=True, scaled=False)`;
-ALiBi; Rotary on 25% of each head with interleaved pairs, `rope(fraction=0.25,
-layout=interleaved)`: their decoder fixes rotary_dim to a quarter of the head; absolute
-sinusoidal) and, beside them, ours: T5 with a table per layer on scaled logits, and RoPE on the
+seeds, in their decoder's block, T5's (T5_BLOCK: pre-RMSNorm, a ReLU MLP without biases, q.k
+unscaled with W_q drawn 1/sqrt(head dim) smaller); the paper's five encodings in the form it
+trained them (NoPE; T5's bias as T5 runs it, one table shared by all layers and added to the
+unscaled logits, `t5(shared=True)`; ALiBi; Rotary on 25% of each head with interleaved pairs,
+`rope(fraction=0.25, layout=interleaved)`: their decoder fixes rotary_dim to a quarter of the
+head; absolute sinusoidal) and, beside them, ours: T5 with a table per layer, and RoPE on the
 whole head. 7 encodings x 3 tasks x 3 seeds = 63 runs in 21 trainings.
 
 The paper's numbers on these tasks, recomputed from their released per-run results
@@ -50,18 +51,13 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   scaled down for 2 CPU cores (cpu) and for an hour or two of one accelerator (gpu)
 - model / block. Paper: T5's: pre-norm RMSNorm, ReLU MLP without biases, dropout 0.1, output
   tied to the embedding [McGill-NLP/length-generalization src/models/custom_t5_decoder_only.py;
-  t5-base's T5Config]. Here: cpu, gpu, paper: pre-LayerNorm, GELU MLP with biases, no dropout,
-  untied output. Why: the 63 runs predate the model options for T5's block (norm rmsnorm, mlp
-  relu, no MLP biases; 2026-12-02/03); scripts/mcgill_t5_block.py runs it on 5 of the 21 cells
-  (below: it moves NoPE and ALiBi towards the paper, not T5); switching all 63 is a rerun of
-  about 2 h on 2 cores, not yet done; dropout and a tied output are not options of the model
+  t5-base's T5Config]. Here: cpu, gpu, paper: pre-RMSNorm, ReLU MLP without biases, no dropout,
+  q.k unscaled (W_q drawn sqrt(head dim) smaller), untied output. Why: dropout and a tied output
+  are not options of the model; scripts/mcgill_our_block.py runs the same configs with our block
+  (pre-LayerNorm, GELU with biases, q.k / sqrt(head dim)) for comparison
 - model / attention logits. Paper: q.k unscaled for every encoding, W_q initialised with std
   (d_model d_kv)^-0.5 [McGill-NLP/length-generalization src/models/custom_t5_decoder_only.py,
-  CustomT5Attention]. Here: cpu, gpu, paper: q.k / sqrt(head dim), W_q std d_model^-0.5, for
-  every encoding but the paper's T5, whose rotate hook cancels the scaling (t5 scaled=False).
-  Why: the 63 runs predate the model option for T5's form (qk_scale init, 2026-12-03), measured
-  with T5's block by scripts/mcgill_t5_block.py; for T5, whose bias competes with the logits,
-  the paper's form runs beside ours
+  CustomT5Attention]. Here: cpu, gpu, paper: same.
 - positions / encodings. Paper: NoPE; T5 bias, one table (32 buckets, max distance 128) made in
   layer 1 and added in every layer; ALiBi; Rotary on 25% of each head (rotary_dim = d_head / 4,
   interleaved pairs, base 10,000); absolute sinusoidal [McGill-NLP/length-generalization
@@ -253,35 +249,41 @@ TASKS = {
     "count_copy": tasks.get("count_copy", alphabet=100),
     "reverse": tasks.get("reverse", alphabet=100, end_token=True),
 }
+T5_BLOCK = dict(norm="rmsnorm", mlp="relu", mlp_bias=False, qk_scale="init")
+"""Their decoder's block, T5's (src/models/custom_t5_decoder_only.py): pre-RMSNorm, a ReLU MLP
+without biases, q.k unscaled with W_q drawn 1/sqrt(head dim) smaller; every scale runs it."""
 PAPER_ENCODINGS = {
     # The names their released results use (scripts/mcgill_paper_numbers.py) -> the encoding
-    # they trained, in our terms.
+    # they trained, in our terms. Under T5_BLOCK's qk_scale 'init' the model leaves q.k unscaled,
+    # so T5's bias adds to unscaled logits with t5's default scaled=True.
     "nope": encodings.get("nope"),
-    "t5": encodings.get("t5", shared=True, scaled=False),
+    "t5": encodings.get("t5", shared=True),
     "alibi": encodings.get("alibi"),
     "rope": encodings.get("rope", fraction=0.25, layout="interleaved"),
     "sinusoidal": encodings.get("sinusoidal"),
 }
 EXTRA_ENCODINGS = (encodings.get("t5"), encodings.get("rope"))
-"""Ours beside theirs: T5 with a table per layer on scaled logits, RoPE on every dimension."""
+"""Ours beside theirs: T5 with a table per layer, RoPE on every dimension."""
 TRAIN_LENGTH = 20
 TEST_LENGTHS = tuple(range(21, 41))
 SEEDS = (0, 1, 2)
 SCALES = {
-    # The main job's recipe (experiments/default.py) at training length 20: until fit.
+    # FIT_TRAIN (the main job's recipe until 2026-12-03, at lr 3e-3) at training length 20:
+    # until fit.
     # Reverse at 100 symbols needs a longer cap: by 2,000 steps 14 of its 21 runs had not fit
     # (exact match at 20 of .41-.95; the sweep of commit e7d819d).
     "cpu": dict(
-        model=FIT_MODEL, train=dataclasses.replace(FIT_TRAIN, train_length=TRAIN_LENGTH),
+        model=dataclasses.replace(FIT_MODEL, **T5_BLOCK),
+        train=dataclasses.replace(FIT_TRAIN, train_length=TRAIN_LENGTH),
         task_steps={"reverse": 4000}, eval_batch=128,
     ),
     "gpu": dict(
-        model=dataclasses.replace(GPU_MODEL, num_layers=6),
+        model=dataclasses.replace(GPU_MODEL, num_layers=6, **T5_BLOCK),
         train=gpu_train(train_length=TRAIN_LENGTH, warmup_steps=500), eval_batch=128,
     ),
     # Their T5-base decoder and trainer settings (results/sanity_check.jsonl, cfg__*).
     "paper": dict(
-        model=ModelConfig(num_layers=12, d_model=768, num_heads=12, mlp_dim=3072),
+        model=ModelConfig(num_layers=12, d_model=768, num_heads=12, mlp_dim=3072, **T5_BLOCK),
         train=TrainConfig(
             steps=40_000, batch_size=64, train_length=TRAIN_LENGTH, learning_rate=3e-5,
             warmup_steps=2_400, lr_schedule="linear", weight_decay=0.05, grad_clip=1.0,
@@ -349,22 +351,15 @@ PROTOCOL = Protocol(
         row("model", "block",
             "T5's: pre-norm RMSNorm, ReLU MLP without biases, dropout 0.1, output tied to the "
             "embedding", f"{REPO} {MODEL_FILE}; t5-base's T5Config",
-            **{s: "pre-LayerNorm, GELU MLP with biases, no dropout, untied output"
-               for s in SCALES},
-            why="the 63 runs predate the model options for T5's block (norm rmsnorm, mlp relu, "
-            "no MLP biases; 2026-12-02/03); scripts/mcgill_t5_block.py runs it on 5 of the 21 "
-            "cells (below: it moves NoPE and ALiBi towards the paper, not T5); switching all 63 "
-            "is a rerun of about 2 h on 2 cores, not yet done; dropout and a tied output are not "
-            "options of the model"),
+            **{s: f"{describe.block(v['model'])}, untied output"
+               for s, v in SCALES.items()},
+            why="dropout and a tied output are not options of the model; "
+            "scripts/mcgill_our_block.py runs the same configs with our block (pre-LayerNorm, "
+            "GELU with biases, q.k / sqrt(head dim)) for comparison"),
         row("model", "attention logits",
             "q.k unscaled for every encoding, W_q initialised with std (d_model d_kv)^-0.5",
             f"{REPO} {MODEL_FILE}, CustomT5Attention",
-            **{s: "q.k / sqrt(head dim), W_q std d_model^-0.5, for every encoding but the "
-               "paper's T5, whose rotate hook cancels the scaling (t5 scaled=False)"
-               for s in SCALES},
-            why="the 63 runs predate the model option for T5's form (qk_scale init, "
-            "2026-12-03), measured with T5's block by scripts/mcgill_t5_block.py; for T5, whose "
-            "bias competes with the logits, the paper's form runs beside ours"),
+            **{s: SAME for s in SCALES}),
         row("positions", "encodings",
             "NoPE; T5 bias, one table (32 buckets, max distance 128) made in layer 1 and added "
             "in every layer; ALiBi; Rotary on 25% of each head (rotary_dim = d_head / 4, "
@@ -594,8 +589,8 @@ def paper_vs_here(rows: list[dict]) -> str:
     scores = per_seed(rows)
     lines = [
         "",
-        "T5 as the paper ran it (one table, unscaled logits) vs ours (a table per layer, scaled "
-        "logits), exact match at 21-40, mean ± std over seeds (fit/seeds):",
+        "T5 as the paper ran it (one table for all layers) vs ours (a table per layer), both on "
+        "unscaled logits, exact match at 21-40, mean ± std over seeds (fit/seeds):",
         "",
         "| task | paper's T5 here | our T5 | paper (their runs) |",
         "|---|---|---|---|",

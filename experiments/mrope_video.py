@@ -26,9 +26,10 @@ match when time runs past the frames of training. VideoRoPE argues for low tempo
 on long videos; with time on the highest frequencies (blocks) a frame offset is a large angle,
 with time_low a tiny one.
 
-The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_model 64, 4
-heads of 16, lr 3e-3 after 200 warm-up steps, each run trained until it fits, exact match >= .95
-at 4 frames, checked every 100 steps, at most 2,000 steps), 3 seeds: 12 runs in 4 trainings.
+The `cpu` preset is the fit recipe (FIT_MODEL and FIT_TRAIN, pe_research/sweeps/experiments.py: 4
+layers, d_model 64, 4 heads of 16, lr 3e-3 after 200 warm-up steps, each run trained until it fits,
+exact match >= .95 at 4 frames, checked every 100 steps, at most 2,000 steps), 3 seeds: 12 runs in
+4 trainings.
 
 Runtime and result (`pe-research sweep mrope_video --workers 2`, 2026-12-02, commit 90ef4ca
 with this preset, committed right after; the 2-core machine alone): 22 min 20 s for 12 runs in

@@ -1,5 +1,6 @@
 """The encodings added in 2024-25 on the main job: forgetting gate, HoPE and two RoPE/NoPE layer
-mixtures, trained until fit with the main job's recipe (experiments/default.py), one seed.
+mixtures, trained until fit with the fit recipe (FIT_MODEL, FIT_TRAIN: the main job's model at
+lr 3e-3), one seed.
 
 Command (from the repository root):
 

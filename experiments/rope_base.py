@@ -10,10 +10,10 @@ evaluated at 1x-8x. A small base makes every frequency turn many times within th
 length (every angle has been seen); a large base leaves low frequencies whose angles beyond the
 training length are new.
 
-The `cpu` preset is the main job's recipe (experiments/default.py: 4 layers, d_model 64, lr
-3e-3 after 200 warm-up steps, each run trained until it fits, exact match >= 0.95 at 16, checked
-every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 45 runs in 3 trainings (the
-base is a packable number: every base and seed of a task trains as one program).
+The `cpu` preset is the fit recipe (FIT_MODEL and FIT_TRAIN, pe_research/sweeps/experiments.py: 4
+layers, d_model 64, lr 3e-3 after 200 warm-up steps, each run trained until it fits, exact match >=
+0.95 at 16, checked every 100 steps, at most 2,000 steps, 4 length buckets), 3 seeds: 45 runs in 3
+trainings (the base is a packable number: every base and seed of a task trains as one program).
 
 Runtime and result (`pe-research sweep rope_base --tasks T` for T = offset, copy, reverse,
 2026-12-02, code of commits e1def6b (offset, copy) and fe58d65 (reverse; the commits between
@@ -70,7 +70,7 @@ from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, STANDARD_SCALES
 BASES = (100.0, 1e3, 1e4, 1e5, 1e6)
 TASKS = ["copy", "reverse", "offset"]
 SCALES = {
-    # The main job's recipe (experiments/default.py): 4 layers, until fit, at most 2,000 steps.
+    # The fit recipe (FIT_MODEL, FIT_TRAIN): 4 layers, until fit, at most 2,000 steps.
     "cpu": (FIT_MODEL, FIT_TRAIN),
     "gpu": STANDARD_SCALES["gpu"],
 }
