@@ -38,9 +38,10 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   [HanseulJo/position-coupling scripts/addition/run_coupling.sh (norm_pos=pre_post, act=gated-
   gelu); HanseulJo/position-coupling configs/model/CustomT5DecoderOnly.yaml, README (Remarks)].
   Here: cpu, gpu, paper: pre-LayerNorm, GELU MLP with biases, no dropout, q.k / sqrt(head dim).
-  Why: the runs predate ModelConfig's norm='rmsnorm', norm_position='pre_post' and mlp='geglu'
-  (2026-12-02), which make this block: switching reruns the experiment, not yet done; unscaled
-  logits are not a model option (only the T5 bias's own, t5 scaled=False)
+  Why: the 24 runs predate the model options that make this block (CHO_BLOCK: norm rmsnorm,
+  norm_position pre_post, mlp geglu, no MLP biases, qk_scale init; 2026-12-02/03): switching
+  reruns the experiment, not yet done; scripts/addition_cho_block.py runs it on the two variants
+  that learn
 - positions / encodings. Paper: learned absolute positions with coupling (headline); NoPE and
   other encodings as baselines [HanseulJo/position-coupling scripts/addition/run_coupling.sh
   (position_encoding_type=abs_learned); arXiv 2405.20671]. Here: cpu, gpu, paper: same.
@@ -221,6 +222,15 @@ SCALES = {
 }  # fmt: skip
 
 
+CHO_BLOCK = dict(
+    norm="rmsnorm", norm_position="pre_post", mlp="geglu", mlp_bias=False, qk_scale="init"
+)
+"""The paper's block (its code's CustomT5DecoderOnly, norm_pos=pre_post, act=gated-gelu):
+RMSNorm before each sublayer and after each residual add, a gated-GELU MLP without biases, T5's
+attention (q.k unscaled, W_q drawn 1/sqrt(head dim) smaller). The scales do not run it yet
+(their runs predate the options); scripts/addition_cho_block.py runs it on the two variants that
+learn."""
+
 HEADLINE = encodings.get("learned", init_std=1.0)
 """The paper's learned position table starts N(0, 1), the scale of the token embeddings
 (HanseulJo/position-coupling src/model/modeling/custom_t5_decoder_only.py: CustomT5Stack,
@@ -299,12 +309,11 @@ PROTOCOL = Protocol(
             "attention without 1/sqrt(d) (built on Kazemnejad et al.'s decoder)",
             f"{RUN} (norm_pos=pre_post, act=gated-gelu); {REPO} "
             "configs/model/CustomT5DecoderOnly.yaml, README (Remarks)",
-            **{s: "pre-LayerNorm, GELU MLP with biases, no dropout, q.k / sqrt(head dim)"
-               for s in SCALES},
-            why="the runs predate ModelConfig's norm='rmsnorm', norm_position='pre_post' and "
-            "mlp='geglu' (2026-12-02), which make this block: switching reruns the experiment, "
-            "not yet done; unscaled logits are not a model option (only the T5 bias's own, t5 "
-            "scaled=False)"),
+            **{n: describe.block(s["model"]) for n, s in SCALES.items()},
+            why="the 24 runs predate the model options that make this block (CHO_BLOCK: norm "
+            "rmsnorm, norm_position pre_post, mlp geglu, no MLP biases, qk_scale init; "
+            "2026-12-02/03): switching reruns the experiment, not yet done; "
+            "scripts/addition_cho_block.py runs it on the two variants that learn"),
         row("positions", "encodings",
             "learned absolute positions with coupling (headline); NoPE and other encodings as "
             "baselines", f"{RUN} (position_encoding_type=abs_learned); arXiv 2405.20671",
