@@ -88,6 +88,12 @@ def test_paper_scales_are_the_papers_settings():
     assert t.weight_decay == 0.05 and m[0].eval.batch_size == 500
     assert m[0].eval_lengths == tuple(range(20, 41))
     assert all(c.task.end_token for c in m if c.task.name != "count_copy")
+    # T5's block: pre-RMSNorm, ReLU MLP without biases, q.k unscaled; T5's bias as the paper's
+    # one shared table and as ours, a table per layer.
+    blocks = {(c.model.norm, c.model.norm_position, c.model.mlp, c.model.mlp_bias,
+               c.model.qk_scale) for c in m}  # fmt: skip
+    assert blocks == {("rmsnorm", "pre", "relu", False, "init")}
+    assert {c.encoding.shared for c in m if c.encoding.name == "t5"} == {True, False}
     a = load("addition").runs("paper")
     assert {(c.model.num_layers, c.model.d_model, c.model.num_heads, c.model.mlp_dim)
             for c in a} == {(1, 1024, 4, 2048)}  # fmt: skip
@@ -117,10 +123,39 @@ def test_the_cpu_scale_keeps_the_protocol(name):
     def kinds(cfgs):
         return {(type(c.task), c.task.name, getattr(c.task, "end_token", None),
                  getattr(c.task, "reversed_operands", None), c.task.alphabet,
-                 encoding(c.encoding), c.positions.name, c.eval.positions, c.model.causal)
+                 encoding(c.encoding), c.positions.name, c.eval.positions, c.model.causal,
+                 c.model.norm, c.model.norm_position, c.model.mlp, c.model.mlp_bias,
+                 c.model.qk_scale)
                 for c in cfgs}  # fmt: skip
 
     assert kinds(module.runs("cpu")) == kinds(module.runs("paper"))
+
+
+def test_the_block_comparisons_change_only_the_block():
+    """scripts/mcgill_our_block.py is mcgill with the model's default block (the paper's T5 then
+    unscales its own logits); scripts/addition_cho_block.py is addition's two coupled variants
+    that learn, with Cho et al.'s block."""
+    block = ("norm", "norm_position", "mlp", "mlp_bias", "qk_scale")
+
+    def without_block(cfg):
+        return dataclasses.replace(cfg, model=dataclasses.replace(
+            cfg.model, **{k: getattr(ModelConfig(), k) for k in block}))  # fmt: skip
+
+    mcgill, ours = load("mcgill"), experiments.load_experiment(
+        str(ROOT / "scripts" / "mcgill_our_block.py"))  # fmt: skip
+    t5_paper = mcgill.PAPER_ENCODINGS["t5"]
+    for theirs, here in zip(mcgill.runs(), ours.runs(), strict=True):
+        assert all(getattr(here.model, k) == getattr(ModelConfig(), k) for k in block)
+        if theirs.encoding == t5_paper:
+            assert here.encoding == encodings.get("t5", shared=True, scaled=False)
+            here = dataclasses.replace(here, encoding=t5_paper)
+        assert here == without_block(theirs)
+    addition = load("addition")
+    cho = experiments.load_experiment(str(ROOT / "scripts" / "addition_cho_block.py")).runs()
+    assert len(cho) == 6 and {c.encoding.name for c in cho} == {"learned", "rope"}
+    assert all(isinstance(c.positions, positions.Coupled) for c in cho)
+    assert all(getattr(c.model, k) == v for c in cho for k, v in addition.CHO_BLOCK.items())
+    assert {without_block(c) for c in cho} <= set(addition.runs())
 
 
 def test_a_paper_scale_where_there_is_none_names_the_experiments_that_have_one(monkeypatch):
