@@ -133,79 +133,76 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   (recomputed from the released runs) and for us. Why: we run three of their tasks, so the
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
-Runtime and result, all three tasks at the cpu scale, 3 seeds, 2026-12-02 on the 2-core machine
-(fp32 peak 360-390 GFLOP/s that day): reverse with its 4,000-step cap, `pe-research sweep mcgill
---tasks reverse --workers 2` (commit 59f30e4: 49 min 10 s for 21 runs in 7 trainings), then copy
-and count_copy, `--tasks copy count_copy --workers 2` (commit ebd0bce: 1 h 1 min for 42 runs in
-14 trainings, beside two 3-run addition sweeps), then `pe-research sweep mcgill` to summarize all
-63 (nothing between the two commits changes these programs; summary.md tags the two versions
-apart). 56 of 63 fit: copy 15/21, count_copy 21/21, reverse 20/21 (reverse by 1,800-3,900
-steps; a NoPE seed on copy and an ALiBi seed on reverse passed .95 at a fit check but not in
-the final evaluation). Exact match over lengths 21-40 (the paper's aggregate), mean +- std over
-seeds (fit / seeds), paper's from their released runs:
+Runtime and result, all three tasks at the cpu scale, 3 seeds, T5's block, on the 2-core machine
+(fp32 peak 415 GFLOP/s, 2026-12-03): `pe-research sweep mcgill --workers 2`, commit 47d58e2, 58 min
+27 s for 48 runs in 16 trainings; the other 15 (ALiBi and NoPE on copy; the paper's T5, ALiBi and
+NoPE on count_copy) are the identical configs run 14 min 14 s earlier by the code that became
+commit dc1a4ba (recorded as 1551cc0 with uncommitted changes; nothing between it and 47d58e2
+changes these programs), copied into the sweep folder, which then skipped them. 51 of 63 fit: copy
+11/21, count_copy 21/21, reverse 19/21 (reverse by 2,200-3,800 steps). Exact match over lengths
+21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds); beside it, the same configs
+with our block (pre-LayerNorm, GELU MLP with biases, q.k / sqrt(head dim); the paper's T5 then
+`t5(shared=True, scaled=False)`), the sweep of 2026-12-02 (commits 59f30e4 and ebd0bce;
+`scripts/mcgill_our_block.py` reruns it), and the paper's from their released runs:
 
-    encoding                copy                count_copy          reverse
-    nope                    .143 +- .043 (0/3)  .753 +- .110 (3/3)  .252 +- .025 (3/3)
-    t5, the paper's form    .089 +- .015 (3/3)  .000 +- .000 (3/3)  .106 +- .184 (3/3)
-    alibi                   .895 +- .027 (2/3)  .128 +- .049 (3/3)  .351 +- .061 (2/3)
-    rope 25% (the paper's)  .238 +- .104 (1/3)  .834 +- .017 (3/3)  .470 +- .113 (3/3)
-    sinusoidal              .029 +- .009 (3/3)  .002 +- .003 (3/3)  .023 +- .003 (3/3)
-    t5, ours                .076 +- .039 (3/3)  .000 +- .000 (3/3)  .148 +- .047 (3/3)
-    rope, whole head        .048 +- .012 (3/3)  .014 +- .017 (3/3)  .056 +- .049 (3/3)
-    paper (their runs)      .42/.31/.33/.01/.03 .77/.99/.29/.00/.00 .24/.23/.17/.08/.02
-                            (t5 / nope / alibi / rope 25% / sinusoidal)
+    encoding        task        T5's block (mcgill)  our block            paper
+    nope            copy        .137 +- .017 (0/3)   .143 +- .043 (0/3)   .31
+                    count_copy  .929 +- .056 (3/3)   .753 +- .110 (3/3)   .99
+                    reverse     .284 +- .037 (3/3)   .252 +- .025 (3/3)   .23
+    t5, the paper's copy        .360 +- .201 (3/3)   .089 +- .015 (3/3)   .42
+    (one table)     count_copy  .033 +- .045 (3/3)   .000 +- .000 (3/3)   .77
+                    reverse     .145 +- .169 (2/3)   .106 +- .184 (3/3)   .24
+    alibi           copy        .647 +- .236 (1/3)   .895 +- .027 (2/3)   .33
+                    count_copy  .190 +- .045 (3/3)   .128 +- .049 (3/3)   .29
+                    reverse     .253 +- .051 (3/3)   .351 +- .061 (2/3)   .17
+    rope 25%        copy        .301 +- .080 (0/3)   .238 +- .104 (1/3)   .01
+    (the paper's)   count_copy  .464 +- .171 (3/3)   .834 +- .017 (3/3)   .00
+                    reverse     .431 +- .187 (2/3)   .470 +- .113 (3/3)   .08
+    sinusoidal      copy        .016 +- .010 (3/3)   .029 +- .009 (3/3)   .03
+                    count_copy  .000 +- .000 (3/3)   .002 +- .003 (3/3)   .00
+                    reverse     .032 +- .007 (3/3)   .023 +- .003 (3/3)   .02
+    t5, ours        copy        .158 +- .212 (2/3)   .076 +- .039 (3/3)
+    (per layer)     count_copy  .000 +- .000 (3/3)   .000 +- .000 (3/3)
+                    reverse     .201 +- .153 (3/3)   .148 +- .047 (3/3)
+    rope, whole     copy        .042 +- .020 (2/3)   .048 +- .012 (3/3)
+    head            count_copy  .001 +- .002 (3/3)   .014 +- .017 (3/3)
+                    reverse     .086 +- .055 (3/3)   .056 +- .049 (3/3)
 
 Mean reciprocal rank over the 9 (task, seed) queries of the three tasks, their notebook's
-computation, ranking every run: Rotary 25% .76, ALiBi .61, NoPE .45, T5 (the paper's form) .23,
-sinusoidal .23; with unfit runs ranked last: Rotary 25% .77, ALiBi .49, NoPE .41, T5 .32,
-sinusoidal .28. The paper's on the same tasks: T5 .78, NoPE .69, ALiBi .36, Rotary .24,
-sinusoidal .22. (Copy's runs of commit e5a8b27, on an earlier checkout, gave the same picture
-with other numbers: ALiBi .894 (3/3), T5 paper form .180, NoPE .149 (1/3); training is not
-bit-identical across the code changes between the two commits.) Verdict against the paper,
-task by task:
-- count_copy agrees where the paper's claim lies: ALiBi fails exactly where it must stop (.13,
-  the paper's .29; its curve falls between lengths 22 and 26, the paper's between 25 and 28)
-  and NoPE generalizes (.75, .99).
-- copy still disagrees: ALiBi leads (.90 against .33) with the end token, every length 21-40
-  and T5 and Rotary as the paper ran them, so the end token was not what put it first. NoPE fits
-  no seed by the 2,000-step cap (exact match at 20 of .77-.95).
-- reverse, every run but one fit: NoPE (.25) and sinusoidal (.02) match the paper's (.23, .02),
-  but the paper's Rotary 25% leads (.47, theirs .08) with ALiBi second (.35, theirs .17), and T5
-  in the paper's form is below theirs and split by seed (.00, .00, .32; theirs .24).
-- T5 disagrees in both forms: 0 on count_copy beyond 20 (the paper's .77), .08-.09 on copy
-  (.42); and the paper's Rotary 25% generalizes on count_copy (.83) and reverse (.47) where
-  theirs has 0 and .08. Neither is explained yet. `python scripts/t5_count_copy.py --from-sweep
-  runs/mcgill` dissects the six count_copy T5 runs from their final checkpoints (its docstring
-  has the result): the rows of the relative-bias table that training never reached are not the
-  cause; the models count (where they stop grows with n) but undercount past 20, which NoPE
-  does not.
-T5's block, measured on five cells (`pe-research sweep scripts/mcgill_t5_block.py --workers 2`,
-2026-12-03, the package at commit dc1a4ba, 14 min 14 s; the same configs with RMSNorm, a ReLU
-MLP without biases and q.k unscaled with W_q drawn 1/sqrt(head dim) smaller; dropout and tied
-output still absent). Exact match over 21-40, mean +- std over 3 seeds (fit / seeds); ours from
-the table above; the paper's:
-
-    cell                    our block           T5's block          paper
-    copy, alibi             .895 +- .027 (2/3)  .647 +- .236 (1/3)  .33
-    copy, nope              .143 +- .043 (0/3)  .137 +- .017 (0/3)  .31
-    count_copy, alibi       .128 +- .049 (3/3)  .190 +- .045 (3/3)  .29
-    count_copy, nope        .753 +- .110 (3/3)  .929 +- .056 (3/3)  .99
-    count_copy, paper's t5  .000 +- .000 (3/3)  .033 +- .045 (3/3)  .77
-
-The block moves NoPE and ALiBi towards the paper's numbers (ALiBi's copy seeds .47, .56, .91:
-two of three halve, none fits by much, exact match at 20 of .93-.95), and leaves T5's count_copy
-where it was: T5's failure beyond 20 is not the block.
-So the verdict differs from the paper's on every task but count_copy's ALiBi/NoPE contrast: here
-Rotary 25% and ALiBi extrapolate best (MRR .76 and .61), in the paper T5 and NoPE (.78, .69).
-The differences that remain (model size and block, a learning rate 100x the paper's for at most
-2,000-4,000 steps instead of 40,000, the last step instead of the best checkpoint) are the
-candidates; the `gpu` or `paper` scale is the test. docs/reproductions.md (`pe-research report`)
-sets these 63 runs beside the paper's curves.
+computation, ranking every run: ALiBi .58, Rotary 25% .56, NoPE .55, T5 (the paper's form) .39,
+sinusoidal .21 (with unfit runs ranked last: NoPE .55, ALiBi .55, T5 .46, Rotary 25% .43,
+sinusoidal .30). With our block: Rotary 25% .76, ALiBi .61, NoPE .45, T5 .23, sinusoidal .23.
+The paper's on the same tasks: T5 .78, NoPE .69, ALiBi .36, Rotary .24, sinusoidal .22.
+Verdict against the paper:
+- T5's block moves most cells towards the paper's numbers, and the paper's T5 most: on copy
+  from .09 to .36 (theirs .42), and in the MRR from .23 to .39; NoPE on count_copy from .75 to
+  .93 (.99); Rotary 25% on count_copy from .83 to .46 (0). The block mattered more than every
+  other difference measured so far in this reproduction.
+- count_copy agrees where the paper's claim lies: ALiBi fails exactly where it must stop (.19,
+  the paper's .29) and NoPE generalizes (.93, .99).
+- reverse: NoPE (.28), ALiBi (.25) and sinusoidal (.03) are near the paper's (.23, .17, .02);
+  the paper's Rotary 25% still leads (.43, theirs .08), and T5 is below theirs and split by seed
+  (.02, .08, .34; theirs .24).
+- copy still disagrees: ALiBi leads (.65; seeds of .47, .56 and .91, only the .47 fit, at the
+  cap), where the paper has it at .33, behind T5; NoPE and Rotary 25% fit no seed by the
+  2,000-step cap.
+- T5 still fails count_copy beyond 20 (.03, the paper's .77) in both forms: not the block, the
+  end token, the evaluation lengths or the shared table. `python scripts/t5_count_copy.py
+  --from-sweep runs/mcgill` dissects those runs from their final checkpoints (its docstring has
+  the result for our block: the models count but undercount past 20, which NoPE does not).
+So the order differs from the paper's (here ALiBi, Rotary 25% and NoPE within .03 of each other
+and T5 fourth; there T5 and NoPE ahead). The differences that remain (model size, dropout and a
+tied output, a learning rate 100x the paper's for at most 2,000-4,000 steps instead of 40,000,
+the last step instead of the best checkpoint, fresh sequences instead of 26 epochs of a fixed
+set) are the candidates; the `gpu` or `paper` scale is the test. docs/reproductions.md
+(`pe-research report`) sets these 63 runs beside the paper's curves.
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
-each (reverse 4,000; copy alone took 1 h 3 min on a day of 121 GFLOP/s, copy and count_copy
-1 h 1 min and reverse 49 min on days of 360-390, above). The paper scale: 2.2e18 matmul FLOPs,
-about 6 h on one H200 at an assumed 10% of its dense BF16 peak (the sweep prints it).
+each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), about 2 h on
+our block on days of 360-390 (copy and count_copy 1 h 1 min beside other sweeps, reverse 49 min),
+slower on the machine's slow days (copy alone took 1 h 3 min at 121 GFLOP/s). The paper scale:
+2.2e18 matmul FLOPs, about 6 h on one H200 at an assumed 10% of its dense BF16 peak (the sweep
+prints it).
 
 Earlier protocol (before issue 23: no end token on copy and reverse, 16 symbols, evaluation at
 24, 28, ..., 40, T5 with a table per layer on scaled logits compared as the paper's T5, full

@@ -118,7 +118,7 @@ def with_rows(params_S, untrained: list[int], source: int | None):
 
 def sweep_runs(sweep: Path) -> dict[str, list[Path]]:
     """The finished count_copy runs of a mcgill sweep folder with a T5 bias, grouped by their
-    config less the seed (ours and the paper's form, `t5 shared=True scaled=False`), each group
+    config less the seed (ours and the paper's form, one table for all layers), each group
     named by its encoding folder."""
     try:
         found = runs.find_runs([sweep])

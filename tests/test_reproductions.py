@@ -535,5 +535,6 @@ def test_the_report_with_only_rewrites_those_sections_and_leaves_the_others(tmp_
     other_now = page[page.index("## Other et al.") : page.index("## Tiny et al.")]
     assert other_now.rstrip("\n") == other_section.rstrip("\n")
     assert "--only tiny` on" in page and "Kept from" not in page
+    assert "\n\n## Tiny et al." in page  # a section left as it was still ends in a blank line
     with pytest.raises(ValueError, match=r"--only nothing: not a reproduction .* other, tiny"):
         report.write(root, docs, folder=folder, only=["nothing"])

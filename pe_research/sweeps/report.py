@@ -216,5 +216,8 @@ def write(
     ]
     out.mkdir(parents=True, exist_ok=True)
     page = out / PAGE
-    runs.write_atomic(page, "\n".join(head + parts))
+    # Sections read back from the page lost their trailing blank lines: one between each.
+    runs.write_atomic(
+        page, "\n".join(head) + "\n" + "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+    )
     return [page, *written]
