@@ -33,6 +33,13 @@ paper's form after 20-21 answers at n = 24 and 25-29 at n = 40, ours after 17-18
 untrained rows are smaller than the trained ones (mean |bias| .08-.12 against .24-.34) and are
 not the cause. The same on the count_copy runs of commit ebd0bce (rerun, 1 min 20 s; mean
 |bias| .08-.12 against .25-.34): every number above unchanged.
+
+In T5's block (mcgill since 2026-12-03; the sweep of commit b65f231, 1 min 27 s beside another
+sweep), the same picture: over 21-40 ours scores 0.000 however the untrained rows are set, and
+the paper's form .033 as trained, .031 zeroed, .027 clamped (.40 at n = 24, where one seed of
+three reaches .96). Both stop early, by more the longer the prompt: the paper's form after 20-25
+answers at n = 24 and 26-37 at n = 40, ours after 17-19 at n = 24 and 24-30 at n = 40 (a few
+sequences at n = 36 and 40 stop at once). Untrained rows .08-.12 against trained .25-.32.
 """
 
 from __future__ import annotations
