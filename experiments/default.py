@@ -67,8 +67,8 @@ with its exact match at 16:
   94, .48 at 96, .09 at 98 and .06-.08 everywhere else (exact match 0). A guess, not tested: at
   those distances (95-97 back) RoPE's rotations come close to ones the model saw in training.
 - Against the lr 3e-3 run of 2026-12-02 (same seed and fit count, the slow host), the orderings
-  at 2x are the same; the leaders keep more at 8x (ALiBi copy .85 there .72, ALiBi offset .98
-  there .82), and on reverse ALiBi (.76 -> .81) and RoPE (.35 -> .50) gain at 2x. Earlier
+  at 2x are the same; the leaders keep more at 8x (ALiBi copy .85 here, .72 there; ALiBi offset
+  .98, .82), and on reverse ALiBi (.76 -> .81) and RoPE (.35 -> .50) gain at 2x. Earlier
   recipes (lr 1e-3, cap 4,000: 13 of 15 fit in 24 min 45 s) gave the same orderings at 2x.
 
 Recipe search (`python scripts/search_recipes.py`), round 1: the five runs that did not fit
