@@ -69,8 +69,8 @@ class ModelConfig:
     d_model^-0.5 (Vaswani et al.). init: q.k unscaled, W_q drawn with std (d_model
     head_dim)^-0.5 (T5's "Mesh TensorFlow initialization"; Kazemnejad et al. 2023's decoder):
     the same logits at the first step, but an update to W_q moves them sqrt(head_dim) times
-    further, and an encoding's bias adds to unscaled logits. Hooks that compute their own q.k
-    products (CoPE, Transformer-XL) keep their own scaling."""
+    further, and an encoding's bias adds to unscaled logits. Encodings whose hooks compute their
+    own q.k / sqrt(head_dim) (CoPE, DAPE, PoPE, PaTH, Transformer-XL) refuse 'init'."""
     mlp_bias: bool = True
     """Biases in the MLP's two projections (T5 has none)."""
 
@@ -111,8 +111,10 @@ class ModelConfig:
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
                 "choose sizes with d_model % num_heads == 0."
             )
-        names = ("compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp")
-        for name in (*names, "qk_scale"):
+        for name in (
+            "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp",
+            "qk_scale",
+        ):  # fmt: skip
             choices = typing.get_args(typing.get_type_hints(ModelConfig)[name])
             if getattr(self, name) not in choices:
                 raise ValueError(

@@ -313,6 +313,15 @@ def test_qk_scale_init_moves_the_scaling_into_w_q_and_leaves_the_first_logits_al
         ModelConfig(qk_scale="none").check()
 
 
+@pytest.mark.parametrize("name", ["cope", "dape", "pope", "path", "transformer_xl"])
+def test_encodings_that_scale_their_own_q_k_refuse_unscaled_logits(name):
+    """Their hooks compute q.k / sqrt(head_dim) themselves; under qk_scale 'init' that would not
+    match the model's unscaled q.k, so they say so before training."""
+    with pytest.raises(ValueError, match=rf"{name} computes its own q.k.*qk_scale 'logits'"):
+        build(encodings.get(name), dataclasses.replace(CFG, qk_scale="init"))
+    build(encodings.get(name), CFG)
+
+
 def test_t5_refuses_to_unscale_logits_the_model_leaves_unscaled():
     cfg = dataclasses.replace(CFG, qk_scale="init")
     with pytest.raises(ValueError, match="t5 scaled=False.*qk_scale 'init'.*scaled=True"):

@@ -137,6 +137,18 @@ def check_positive(name: str, value: float) -> None:
         raise ValueError(f"{name} must be > 0, got {value}.")
 
 
+def require_scaled_logits(name: str, dims: Dims) -> None:
+    """For encodings whose hooks compute q.k products themselves, scaled by 1/sqrt(head_dim) as
+    the model's default logits are: under ModelConfig qk_scale 'init' the model's q.k is unscaled
+    and theirs would not match it."""
+    if not dims.logits_scaled:
+        raise ValueError(
+            f"{name} computes its own q.k / sqrt(head_dim), which model qk_scale 'init' (q.k "
+            f"unscaled, W_q drawn smaller) does not match: use qk_scale 'logits' (the default) "
+            f"with {name}."
+        )
+
+
 def check_even(what: str, value: int, hint: str) -> None:
     if value % 2:
         raise ValueError(f"{what} must be even, got {value}: {hint}")

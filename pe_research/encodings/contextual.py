@@ -8,7 +8,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from pe_research.encodings.base import Dims, Encoding, Params
+from pe_research.encodings.base import Dims, Encoding, Params, require_scaled_logits
 
 
 def contextual_positions(gates_BHLM: jax.Array) -> jax.Array:
@@ -65,6 +65,7 @@ class CoPE(Encoding):
     init_std: float = 0.0
 
     def check(self, dims: Dims, max_position: int) -> None:
+        require_scaled_logits("cope", dims)
         if not dims.causal:
             raise ValueError(
                 "cope sums gates over keys j..i of a causal decoder and is undefined for a "

@@ -24,7 +24,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
-from pe_research.encodings.base import Dims, Encoding, Params
+from pe_research.encodings.base import Dims, Encoding, Params, require_scaled_logits
 from pe_research.encodings.bias import ALiBi, Kerple
 from pe_research.encodings.learned_bias import FIRE
 
@@ -48,6 +48,7 @@ class DAPE(Encoding):
         return PRIORS[self.prior]
 
     def check(self, dims: Dims, max_position: int) -> None:
+        require_scaled_logits("dape", dims)
         if self.prior not in PRIORS:
             raise ValueError(
                 f"Unknown dape prior {self.prior!r}; choose one of {', '.join(PRIORS)} (the bias "

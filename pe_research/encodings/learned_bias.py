@@ -9,7 +9,14 @@ import jax
 import jax.numpy as jnp
 
 from pe_research.encodings.absolute import sinusoidal_table
-from pe_research.encodings.base import Dims, Encoding, Params, check_even, check_positive
+from pe_research.encodings.base import (
+    Dims,
+    Encoding,
+    Params,
+    check_even,
+    check_positive,
+    require_scaled_logits,
+)
 from pe_research.encodings.bias import heads_first, relative_distance_BLM
 
 # -- FIRE ----------------------------------------------------------------------------------------
@@ -136,6 +143,7 @@ class TransformerXL(Encoding):
         return dims.d_model if self.rel_width is None else self.rel_width
 
     def check(self, dims: Dims, max_position: int) -> None:
+        require_scaled_logits("transformer_xl", dims)
         check_positive("transformer_xl base", self.base)
         check_positive("transformer_xl rel_width", self.width(dims))
         check_even(

@@ -36,7 +36,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from pe_research.encodings.base import Dims, Encoding, Params
+from pe_research.encodings.base import Dims, Encoding, Params, require_scaled_logits
 
 CHUNK = 16
 
@@ -112,6 +112,7 @@ class PaTH(Encoding):
     conv_size: int = 3
 
     def check(self, dims: Dims, max_position: int) -> None:
+        require_scaled_logits("path", dims)
         c = self.conv_size
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
             raise ValueError(

@@ -24,7 +24,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-from pe_research.encodings.base import Dims, Encoding, Params, check_positive
+from pe_research.encodings.base import Dims, Encoding, Params, check_positive, require_scaled_logits
 
 
 def pope_frequencies(head_dim: int, base: float, dtype=jnp.float32) -> jax.Array:
@@ -55,6 +55,7 @@ class PoPE(Encoding):
     base: float = 10000.0
 
     def check(self, dims: Dims, max_position: int) -> None:
+        require_scaled_logits("pope", dims)
         check_positive("pope base", self.base)
         if self.base <= 1:
             raise ValueError(
