@@ -55,7 +55,7 @@ RECIPES: dict[str, tuple[dict, dict]] = {
     # cheaper ones. deep-hot2k became the main job's recipe, and deep-5e3 after round 3.
     "deep-2e3": (DEEP, dict(steps=3000, learning_rate=2e-3, warmup_steps=100, **BUCKETS)),
     "deep-hot": (DEEP, dict(steps=3000, learning_rate=3e-3, warmup_steps=200, **BUCKETS)),
-    "deep-hot2k": (DEEP, dict(steps=2000, learning_rate=3e-3, warmup_steps=200, **BUCKETS)),
+    "deep-hot2k": (DEEP, HOT2K),
     "deep-5e3": (DEEP, dict(steps=2000, learning_rate=5e-3, warmup_steps=300, **BUCKETS)),
     "deep-hot1500": (DEEP, dict(steps=1500, learning_rate=3e-3, warmup_steps=150, **BUCKETS)),
     "deep-b32": (DEEP, dict(steps=6000, learning_rate=1e-3, batch_size=32, **BUCKETS)),

@@ -236,7 +236,8 @@ def main() -> None:
     parser.add_argument(
         "--preset", choices=["earlier", "fit"], default="earlier",
         help="earlier: the McGill CPU preset before issue 14 (2 layers, 500 steps, batch 32); "
-        "fit: today's (4 layers, FIT_TRAIN until fit, at training length 20)",
+        "fit: 4 layers, FIT_TRAIN until fit, at training length 20, in our block (mcgill's own "
+        "runs, in T5's block: --from-sweep runs/mcgill)",
     )  # fmt: skip
     args = parser.parse_args()
     if args.from_sweep is not None:
