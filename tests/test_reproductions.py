@@ -133,8 +133,8 @@ def test_the_cpu_scale_keeps_the_protocol(name):
 
 def test_the_block_comparisons_change_only_the_block():
     """scripts/mcgill_our_block.py is mcgill with the model's default block (the paper's T5 then
-    unscales its own logits); scripts/addition_cho_block.py is addition's two coupled variants
-    that learn, with Cho et al.'s block."""
+    unscales its own logits); scripts/addition_our_block.py is addition with our block and the
+    fit recipe (its runs before 2026-12-03)."""
     block = ("norm", "norm_position", "mlp", "mlp_bias", "qk_scale")
 
     def without_block(cfg):
@@ -151,11 +151,17 @@ def test_the_block_comparisons_change_only_the_block():
             here = dataclasses.replace(here, encoding=t5_paper)
         assert here == without_block(theirs)
     addition = load("addition")
-    cho = experiments.load_experiment(str(ROOT / "scripts" / "addition_cho_block.py")).runs()
-    assert len(cho) == 6 and {c.encoding.name for c in cho} == {"learned", "rope"}
-    assert all(isinstance(c.positions, positions.Coupled) for c in cho)
-    assert all(getattr(c.model, k) == v for c in cho for k, v in addition.CHO_BLOCK.items())
-    assert {without_block(c) for c in cho} <= set(addition.runs())
+    recipe = ("learning_rate", "adam_b2", "weight_decay")
+    earlier = experiments.load_experiment(str(ROOT / "scripts" / "addition_our_block.py")).runs()
+    assert all(getattr(c.model, k) == getattr(ModelConfig(), k) for c in earlier for k in block)
+    assert all(
+        getattr(c.train, k) == getattr(experiments.FIT_TRAIN, k) for c in earlier for k in recipe
+    )
+    assert all(getattr(c.model, k) == v for c in addition.runs() for k, v in
+               addition.CHO_BLOCK.items())  # fmt: skip
+    for theirs, here in zip(addition.runs(), earlier, strict=True):
+        assert dataclasses.replace(here, train=dataclasses.replace(here.train, **{
+            k: getattr(theirs.train, k) for k in recipe})) == without_block(theirs)  # fmt: skip
 
 
 def test_a_paper_scale_where_there_is_none_names_the_experiments_that_have_one(monkeypatch):
