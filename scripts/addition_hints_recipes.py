@@ -22,8 +22,9 @@ same of RoPE); FIRE + randomized is still climbing at the cap (.53 at 3,400, .66
 already adds 10 and 12 digits. lr 3e-4, the paper's rate, is too slow for 4,000 steps of 64.
 
 The runs of LONG (FIRE + randomized, 3 seeds, 8,000 steps) began 2026-12-03 and were stopped
-unfinished at the end of that session (exact match .14-.35 at 8 digits by 2,500 steps, beside a
-CI run); the sweep resumes them from their checkpoints.
+unfinished at the end of that session, at step 4,500 (exact match at 8 digits by the fit
+checks: .14-.35 at 2,500, .51-.82 at 4,500, still climbing); the sweep resumes them from their
+checkpoints.
 """
 
 import dataclasses
