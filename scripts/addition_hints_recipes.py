@@ -17,9 +17,9 @@ sweep; exact match / token accuracy at 8, 10, 12, 16 and 20 digits):
     fire + randomized, lr 3e-4    .04 / .71    .01 / .60    .00 / .50    .00 / .32    .00 / .23
 
 At lr 1e-3 with b2 0.95 both learn where the fit recipe left every run at exact match 0: RoPE
-fits by 1,700 steps and adds nothing longer than it trained on (the paper's Figure 1 finds the
-same of RoPE); FIRE + randomized is still climbing at the cap (.53 at 3,400, .66 at 4,000) and
-already adds 10 and 12 digits. lr 3e-4, the paper's rate, is too slow for 4,000 steps of 64.
+fits by 1,700 steps and adds nothing longer than it trained on; FIRE + randomized is still
+climbing at the cap (.53 at 3,400, .66 at 4,000) and already adds 10 and 12 digits. lr 3e-4, the
+paper's rate, is too slow for 4,000 steps of 64.
 
 The runs of LONG (FIRE + randomized, 3 seeds, 8,000 steps) began 2026-12-03 and were stopped
 unfinished at the end of that session, at step 4,500 (exact match at 8 digits by the fit

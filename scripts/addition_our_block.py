@@ -24,13 +24,11 @@ BLOCK = tuple(addition.CHO_BLOCK)
 """The model fields that make the block; here at the model's defaults."""
 HEADLINE_STEPS = 10_000
 """The headline model's step cap in those runs (the other variants': 4,000, the scale's)."""
-RECIPE = ("learning_rate", "adam_b2", "weight_decay")
-"""The training fields addition.CPU_TRAIN changes from the fit recipe; here the fit recipe's."""
 
 
 def runs():
     ours = {k: getattr(ModelConfig(), k) for k in BLOCK}
-    fit = {k: getattr(FIT_TRAIN, k) for k in RECIPE}
+    fit = {k: getattr(FIT_TRAIN, k) for k in addition.CPU_RECIPE}
 
     def steps(cfg):
         return HEADLINE_STEPS if cfg.encoding == addition.HEADLINE else cfg.train.steps

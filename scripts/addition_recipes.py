@@ -17,12 +17,11 @@ from pe_research.sweeps.experiments import FIT_TRAIN, load_experiment
 addition = load_experiment(str(Path(__file__).resolve().parents[1] / "experiments" / "addition.py"))
 
 METRIC = "exact_match"
-FIT = {k: getattr(FIT_TRAIN, k) for k in ("learning_rate", "adam_b2", "weight_decay")}
+FIT = {k: getattr(FIT_TRAIN, k) for k in addition.CPU_RECIPE}
 RECIPES = {
     "fit recipe": FIT,
     "lr 1e-3": {**FIT, "learning_rate": 1e-3},
-    "lr 1e-3, the paper's betas, no weight decay": {
-        "learning_rate": 1e-3, "adam_b2": 0.95, "weight_decay": 0.0},
+    "lr 1e-3, the paper's betas, no weight decay": addition.CPU_RECIPE,
 }  # fmt: skip
 
 

@@ -151,7 +151,7 @@ def test_the_block_comparisons_change_only_the_block():
             here = dataclasses.replace(here, encoding=t5_paper)
         assert here == without_block(theirs)
     addition = load("addition")
-    recipe = ("learning_rate", "adam_b2", "weight_decay")
+    recipe = tuple(addition.CPU_RECIPE)
     earlier = experiments.load_experiment(str(ROOT / "scripts" / "addition_our_block.py")).runs()
     assert all(getattr(c.model, k) == getattr(ModelConfig(), k) for c in earlier for k in block)
     assert all(
