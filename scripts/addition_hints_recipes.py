@@ -38,8 +38,8 @@ hints = load_experiment(
 
 METRIC = "exact_match"
 RECIPES = {
-    "lr 1e-3, b2 0.95": {"learning_rate": 1e-3, "adam_b2": 0.95},
-    "lr 3e-4 (the paper's), b2 0.95": {"learning_rate": 3e-4, "adam_b2": 0.95},
+    "lr 1e-3, b2 0.95": {"learning_rate": 1e-3, "adam_b2": 0.95, "steps": 4000},
+    "lr 3e-4 (the paper's), b2 0.95": {"learning_rate": 3e-4, "adam_b2": 0.95, "steps": 4000},
 }
 VARIANTS = ("fire", "rope")
 LONG = {"learning_rate": 1e-3, "adam_b2": 0.95, "steps": 8000}

@@ -167,6 +167,32 @@ def test_the_block_comparisons_change_only_the_block():
             theirs)  # fmt: skip
 
 
+def test_addition_hints_earlier_runs_differ_only_in_the_optimiser():
+    """scripts/addition_hints_fit_preset.py is addition_hints with the fit preset's lr and b2 and
+    the 4,000-step cap (its runs before 2026-12-03); the recipe probe's long runs are the
+    experiment's own runs of the paper's recipe, so a sweep of either reuses the other's."""
+    hints = load("addition_hints")
+
+    def load_script(name):
+        return experiments.load_experiment(str(ROOT / "scripts" / name))
+
+    changed = ("learning_rate", "adam_b2", "steps")
+    earlier = load_script("addition_hints_fit_preset.py").runs()
+    assert all(
+        (c.train.learning_rate, c.train.adam_b2, c.train.steps, c.train.weight_decay)
+        == (experiments.FIT_TRAIN.learning_rate, experiments.FIT_TRAIN.adam_b2, 4000, 0.1)
+        for c in earlier
+    )
+    for theirs, here in zip(hints.runs(), earlier, strict=True):
+        assert here != theirs
+        assert dataclasses.replace(here, train=dataclasses.replace(here.train, **{
+            k: getattr(theirs.train, k) for k in changed})) == theirs  # fmt: skip
+    probe = load_script("addition_hints_recipes.py").runs()
+    recipe = [c for c in hints.runs() if c.positions.name == "randomized"]
+    assert len(recipe) == 3 and all(c in probe for c in recipe)
+    assert all(c.train.steps == 4000 for c in probe if c not in recipe)
+
+
 def test_a_paper_scale_where_there_is_none_names_the_experiments_that_have_one(monkeypatch):
     monkeypatch.chdir(ROOT)
     with pytest.raises(ValueError, match=r"has no `paper` scale.*one: addition, addition_hints, "
