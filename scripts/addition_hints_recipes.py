@@ -21,10 +21,12 @@ fits by 1,700 steps and adds nothing longer than it trained on; FIRE + randomize
 climbing at the cap (.53 at 3,400, .66 at 4,000) and already adds 10 and 12 digits. lr 3e-4, the
 paper's rate, is too slow for 4,000 steps of 64.
 
-The runs of LONG (FIRE + randomized, 3 seeds, 8,000 steps) began 2026-12-03 and were stopped
-unfinished at the end of that session, at step 4,500 (exact match at 8 digits by the fit
-checks: .14-.35 at 2,500, .51-.82 at 4,500, still climbing); the sweep resumes them from their
-checkpoints.
+The runs of LONG (FIRE + randomized, 3 seeds, 8,000 steps) are the experiment's own runs of its
+recipe since the cpu scale took this recipe (addition_hints.CPU_TRAIN). Run on 2026-12-03 (88
+min, 1 worker): seeds 0 and 2 fit at steps 6,700 and 5,000 (exact match .96 / .98 at 8 digits,
+.51 / .25 at 10, .03 / .00 at 16); seed 1 stayed at exact match 0. An earlier attempt at the same
+configs (stopped at step 4,500, its runs since lost) had all three seeds at .51-.82 there,
+seed 1 included: which seed learns moved with the host, as in the main job (its docstring).
 """
 
 import dataclasses
