@@ -20,9 +20,11 @@ alone (2026-12-03, fp32 matmul peak measured at 415 GFLOP/s that day). The 15 ru
 reuses copy's program, below). The machine changes from day to day: on 2026-12-02 its peak
 measured 121 GFLOP/s and the lr 3e-3 recipe took 22 min 10 s for 19,400 steps (commit b981210),
 where the same code took 8 min 21 s with its install on a 363 GFLOP/s day. The floor is the
-step count (a step of reverse with RoPE, timed alone, took 37-63 ms on the slow days), so a
-slow day would put this recipe near 21 minutes too (18,100 / 19,400 of 22 min 10 s; not
-measured); no code change here is the cause either way.
+step count (a step of reverse with RoPE, timed alone, took 37-63 ms on the slow days). On a slow
+day this recipe took 18 min 20 s with the install (68 s), measured the same way on 2026-12-03
+(commit fe9cbaf, peak 127-140 GFLOP/s): 19,000 steps, 14 of 15 fit (NoPE offset again),
+compiling 0.6-20.5 s per run (160 s in all). The recipe and model are those of 136b653; the
+host's arithmetic moved the steps to fit (19,000 against 18,100).
 
 Why lr 5e-3: under lr 3e-3 (FIT_TRAIN, still the recipe of mcgill, addition and the other fit
 experiments) the last fits came in the last tenth of the cosine schedule, and whether they came
