@@ -105,9 +105,9 @@ betas (0.9, 0.95) at lr 1e-3 the same runs learn. RoPE fits by 1,700 steps and s
 Result of the current preset so far (2026-12-03, code of the commit that set this preset; the
 paper's recipe only: FIRE + randomized, 3 seeds packed in one training, 1 worker on 2 cores
 with the fp32 matmul peak at 127-140 GFLOP/s, 88 min for the 8,000 steps and evaluation; run
-directories under runs/addition_hints): 2 of 3 seeds fit, at steps 5,000 and 6,700; seed 1 stayed at exact match
-0 (token accuracy .43 at 8 digits, loss 1.1 from step 3,000 on). Exact match / token accuracy
-of the fit seeds:
+directories under runs/addition_hints): 2 of 3 seeds fit, at steps 5,000 and 6,700; seed 1
+stayed at exact match 0 (token accuracy .43 at 8 digits, loss 1.1 from step 3,000 on). Exact
+match / token accuracy of the fit seeds:
 
     seed    8            10           12           14           16           20
     0       .96 / 1.00   .51 / .94    .23 / .88    .09 / .84    .03 / .80    .00 / .74
