@@ -102,10 +102,10 @@ Why the recipe changed (scripts/addition_hints_recipes.py, seed 0, 4,000 steps):
 betas (0.9, 0.95) at lr 1e-3 the same runs learn. RoPE fits by 1,700 steps and scores 0 beyond
 8 digits; FIRE + randomized reaches .66 at 8 by the cap, still climbing, and .42 at 10, .22 at
 12. So the cpu scale now trains with that optimiser (CPU_RECIPE) and an 8,000-step cap.
-Result of the current preset so far (2026-12-03, code of the commit that set this preset; the
-paper's recipe only: FIRE + randomized, 3 seeds packed in one training, 1 worker on 2 cores
-with the fp32 matmul peak at 127-140 GFLOP/s, 88 min for the 8,000 steps and evaluation; run
-directories under runs/addition_hints): 2 of 3 seeds fit, at steps 5,000 and 6,700; seed 1
+Result of the current preset so far (2026-12-03, the code of commit 7bf6934, which set this
+preset; the paper's recipe only: FIRE + randomized, 3 seeds packed in one training, 1 worker on
+2 cores with the fp32 matmul peak at 127-140 GFLOP/s, 88 min for the 8,000 steps and evaluation;
+run directories under runs/addition_hints): 2 of 3 seeds fit, at steps 5,000 and 6,700; seed 1
 stayed at exact match 0 (token accuracy .43 at 8 digits, loss 1.1 from step 3,000 on). Exact
 match / token accuracy of the fit seeds:
 
@@ -117,7 +117,7 @@ The paper's aggregate (best seed) is .51 at 1.25x and .03 at 2x the training len
 paper reaches > 98% at 2.5x (100 digits from 40): at 2% of its training sums and a fifth of its
 lengths the recipe learns the task but extrapolates little. The 12 comparison runs (FIRE,
 KerpleLog, RoPE and NoPE with contiguous positions) have not been run under this preset (up to
-90 min per packed training of 3 seeds at 1 worker on a day like this one; about 5 h for the
+90 min per packed training of 3 seeds at 1 worker on a day like this one; up to 6 h for the
 four): until they are, the recipe's lead over them is not measured here.
 The paper scale: 6 layers at d_model 512, 50,000 steps of 600 sums of up to 40 digits; its
 cost is printed before it trains.
@@ -138,8 +138,9 @@ BLOCK = dict(norm="rmsnorm", norm_position="pre_post", mlp="geglu")
 """The paper's block (Appendix B.2): RMSNorm before and after each sublayer, GeGLU."""
 CPU_RECIPE = dict(learning_rate=1e-3, adam_b2=0.95, weight_decay=0.1)
 """The cpu scale's optimiser: the paper's weight decay with the betas (0.9, 0.95) and lr 1e-3 that
-made addition train in this block (scripts/addition_recipes.py, scripts/addition_hints_recipes.py);
-the fit preset's lr 3e-3 with b2 0.999 left every run at exact match 0."""
+made addition train in Cho et al.'s block (scripts/addition_recipes.py) and these runs in this one
+(scripts/addition_hints_recipes.py); the fit preset's lr 3e-3 with b2 0.999 left every run here
+at exact match 0 (scripts/addition_hints_fit_preset.py)."""
 CPU_TRAIN = dataclasses.replace(FIT_TRAIN, train_length=8, steps=8000, **CPU_RECIPE)
 SCALES = {
     # 2.5x the training length, as the paper's 40 -> 100 digits.

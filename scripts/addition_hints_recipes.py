@@ -1,5 +1,5 @@
 """A recipe probe for addition_hints: its recipe (FIRE shared + randomized positions) and RoPE,
-seed 0, at the cpu scale's 4,000-step cap, under the paper's betas (0.9, 0.95).
+seed 0, at a 4,000-step cap (the cpu scale's until 2026-12-03), under the betas (0.9, 0.95).
 
     pe-research sweep scripts/addition_hints_recipes.py   # -> runs/addition_hints_recipes/
 
@@ -21,12 +21,13 @@ fits by 1,700 steps and adds nothing longer than it trained on; FIRE + randomize
 climbing at the cap (.53 at 3,400, .66 at 4,000) and already adds 10 and 12 digits. lr 3e-4, the
 paper's rate, is too slow for 4,000 steps of 64.
 
-The runs of LONG (FIRE + randomized, 3 seeds, 8,000 steps) are the experiment's own runs of its
-recipe since the cpu scale took this recipe (addition_hints.CPU_TRAIN). Run on 2026-12-03 (88
-min, 1 worker): seeds 0 and 2 fit at steps 6,700 and 5,000 (exact match .96 / .98 at 8 digits,
-.51 / .25 at 10, .03 / .00 at 16); seed 1 stayed at exact match 0. An earlier attempt at the same
-configs (stopped at step 4,500, its runs since lost) had all three seeds at .51-.82 there,
-seed 1 included: which seed learns moved with the host, as in the main job (its docstring).
+The runs of LONG (FIRE + randomized, 3 seeds, the first recipe with an 8,000-step cap) are the
+experiment's own runs of its recipe, since the cpu scale took this recipe (CPU_TRAIN). Run on
+2026-12-03 (88 min, 1 worker): seeds 0 and 2 fit at steps 6,700 and 5,000 (exact match .96 / .98
+at 8 digits, .51 / .25 at 10, .03 / .00 at 16); seed 1 stayed at exact match 0. An earlier
+attempt at the same configs (stopped at step 4,500, its runs since lost) had all three seeds at
+.51-.82 there, seed 1 included: which seed learns moved with the host, as in the main job (its
+docstring).
 """
 
 import dataclasses
@@ -44,8 +45,6 @@ RECIPES = {
     "lr 3e-4 (the paper's), b2 0.95": {"learning_rate": 3e-4, "adam_b2": 0.95, "steps": 4000},
 }
 VARIANTS = ("fire", "rope")
-LONG = {"learning_rate": 1e-3, "adam_b2": 0.95, "steps": 8000}
-"""The first recipe with twice the cap, for the paper's recipe (FIRE + randomized) at 3 seeds."""
 
 
 def runs():
@@ -55,11 +54,11 @@ def runs():
             continue
         if cfg.encoding.name == "fire" and cfg.positions.name != "randomized":
             continue
-        recipes = list(RECIPES.values()) if cfg.seed == 0 else []
+        if cfg.seed == 0:
+            out += [
+                dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **changes))
+                for changes in RECIPES.values()
+            ]
         if cfg.positions.name == "randomized":
-            recipes.append(LONG)
-        out += [
-            dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **changes))
-            for changes in recipes
-        ]
+            out.append(cfg)  # LONG: the experiment's own runs (8,000 steps), 3 seeds
     return out
