@@ -73,12 +73,23 @@ class ModelConfig:
     own q.k / sqrt(head_dim) (CoPE, DAPE, PoPE, PaTH, Transformer-XL) refuse 'init'."""
     mlp_bias: bool = True
     """Biases in the MLP's two projections (T5 has none)."""
+    dropout: float = 0.0
+    """Dropout rate in training (evaluation never drops). Where: `dropout_sites`."""
+    dropout_sites: Literal["residual", "t5"] = "residual"
+    """residual (Vaswani et al.; Ruoss et al.'s code): the input stream (after the embedding and
+    the encoding's embed hook) and each sublayer's output before its residual add. t5 (T5's, and
+    Kazemnejad et al.'s decoder): those, the attention weights, the MLP's hidden activations and
+    the last norm's output."""
+    tie_embeddings: bool = False
+    """The output head reuses the token embeddings: logits = (x d_model^-0.5) E^T, T5's tied
+    head with its rescaling (Mesh TensorFlow's; Kazemnejad et al. 2023's decoder, t5-base's
+    tie_word_embeddings). False: a separate head W_head drawn with std d_model^-0.5."""
 
     # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
     # directories written before these options existed are found and resumed as they are.
     OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
         "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp", "embed_std",
-        "qk_scale", "mlp_bias",
+        "qk_scale", "mlp_bias", "dropout", "dropout_sites", "tie_embeddings",
     )  # fmt: skip
 
     @property
@@ -106,6 +117,17 @@ class ModelConfig:
                 f"model embed_std must be > 0, got {self.embed_std}: set --model.embed-std to the "
                 "token embeddings' starting std (1.0: unit variance)."
             )
+        if not 0 <= self.dropout < 1:
+            raise ValueError(
+                f"model dropout must be in [0, 1), got {self.dropout}: set --model.dropout to the "
+                "probability of dropping a unit (0: no dropout; T5 and Vaswani et al.: 0.1)."
+            )
+        if self.dropout and self.dropout_sites == "t5" and self.attention == "dot_product":
+            raise ValueError(
+                "model attention 'dot_product' (jax.nn.dot_product_attention) cannot drop "
+                "attention weights, which dropout_sites 't5' does: set --model.attention to einsum "
+                "or auto."
+            )
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}: "
@@ -113,7 +135,7 @@ class ModelConfig:
             )
         for name in (
             "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp",
-            "qk_scale",
+            "qk_scale", "dropout_sites",
         ):  # fmt: skip
             choices = typing.get_args(typing.get_type_hints(ModelConfig)[name])
             if getattr(self, name) not in choices:

@@ -58,6 +58,20 @@ def _dense(
     return y_NF.reshape(*lead, -1)
 
 
+def dropout(x: jax.Array, rate: float, key: jax.Array | None) -> jax.Array:
+    """x with each entry zeroed with probability `rate` and the others scaled by 1 / (1 - rate)
+    (inverted dropout: the expectation is x); x itself when `key` is None (evaluation) or the
+    rate is 0."""
+    if key is None or not rate:
+        return x
+    keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), 0.0).astype(x.dtype)
+
+
+def _fold(key: jax.Array | None, i: int) -> jax.Array | None:
+    return None if key is None else jax.random.fold_in(key, i)
+
+
 def _normal(rngs: nnx.Rngs, shape: tuple[int, ...], fan_in: int) -> nnx.Param:
     return nnx.Param(jax.random.normal(rngs.params(), shape) * fan_in**-0.5)
 
@@ -78,6 +92,8 @@ class Attention(nnx.Module):
         self.compute_dtype = cfg.compute_dtype
         self.attention = cfg.attention
         self.normalization = cfg.normalization
+        # T5 drops attention weights; the residual sites do not.
+        self.weights_dropout = cfg.dropout if cfg.dropout_sites == "t5" else 0.0
         self.w_qkv_D3HK = _normal(rngs, (D, 3, H, K), D)
         # qk_scale 'init': 1/sqrt(K) moves from the logits into W_q's starting values.
         self.logit_scale = K**-0.5 if cfg.qk_scale == "logits" else 1.0
@@ -98,31 +114,39 @@ class Attention(nnx.Module):
         pos_BL: jax.Array,
         valid_BL: jax.Array,
         shared: dict[str, jax.Array] | None = None,
+        dropout_key: jax.Array | None = None,
     ) -> jax.Array:
-        return self.ragged(x_BLD, [(pos_BL, valid_BL)], shared).reshape(x_BLD.shape)
+        groups = [(pos_BL, valid_BL)]
+        return self.ragged(x_BLD, groups, shared, dropout_key).reshape(x_BLD.shape)
 
     def ragged(
         self,
         x_ND: jax.Array,
         groups: list[tuple[jax.Array, jax.Array]],
         shared: dict[str, jax.Array] | None = None,
+        dropout_key: jax.Array | None = None,
     ) -> jax.Array:
         """Attention over several batches of different widths whose tokens are the rows of x_ND
         (group after group, each [B, L] row-major): the projections run once over all tokens,
         attention and the hooks within each group, given its (pos_BL, valid_BL).
 
         `shared`: the top-level encoding parameters (init_embed), read by the hooks beside the
-        layer's own (the model checks that their names do not clash)."""
+        layer's own (the model checks that their names do not clash). `dropout_key`: in
+        training, the key of this layer's attention-weight dropout (`ModelConfig.dropout_sites`
+        't5'); None in evaluation."""
         pe, norm = {**(shared or {}), **_read(self.pe)}, _read(self.norm)
         D = x_ND.shape[-1]
         w_qkv_D3HK = self.w_qkv_D3HK[...]
         qkv_NX = _dense(x_ND, w_qkv_D3HK.reshape(D, -1), dtype=self.compute_dtype)
         qkv_NX = qkv_NX.reshape(-1, qkv_NX.shape[-1])
         outs, start = [], 0
-        for pos_BL, valid_BL in groups:
+        for g, (pos_BL, valid_BL) in enumerate(groups):
             B, L = valid_BL.shape
             qkv_BL3HK = qkv_NX[start : start + B * L].reshape(B, L, *w_qkv_D3HK.shape[1:])
-            out_BLHK = self._group(pe, norm, qkv_BL3HK, pos_BL, valid_BL)
+            keys_B = None
+            if dropout_key is not None and self.weights_dropout:
+                keys_B = jax.random.split(jax.random.fold_in(dropout_key, g), B)
+            out_BLHK = self._group(pe, norm, qkv_BL3HK, pos_BL, valid_BL, keys_B)
             outs.append(out_BLHK.reshape(B * L, -1))
             start += B * L
         out_NX = outs[0] if len(outs) == 1 else jnp.concatenate(outs)
@@ -135,8 +159,10 @@ class Attention(nnx.Module):
         qkv_BL3HK: jax.Array,
         pos_BL: jax.Array,
         valid_BL: jax.Array,
+        keys_B: jax.Array | None = None,
     ) -> jax.Array:
-        """out_BLHK of one group's attention, from its fused projections."""
+        """out_BLHK of one group's attention, from its fused projections; `keys_B`, one key per
+        sequence, drops attention weights (training under dropout_sites 't5')."""
         q_BLHK, k_BMHK, v_BMHK = (qkv_BL3HK[:, :, i] for i in range(3))
         if self.capture_attention:
             self.sow(nnx.Intermediate, QUERIES, q_BLHK)
@@ -147,6 +173,8 @@ class Attention(nnx.Module):
             out_BLHK, probs_BHLM = self._attend(pe, norm, *xs)
             self.sow(nnx.Intermediate, PROBS, probs_BHLM)
             return out_BLHK
+        if keys_B is not None:  # only the einsum path drops weights
+            return attend_in_chunks(lambda *xs_B: self._attend(pe, norm, *xs_B)[0], *xs, keys_B)
         if self.normalization == "softmax" and use_dot_product(self.attention):
             return attend_in_chunks(lambda *xs_B: self._attend_dot_product(pe, *xs_B), *xs)
         return attend_in_chunks(lambda *xs_B: self._attend(pe, norm, *xs_B)[0], *xs)
@@ -160,9 +188,11 @@ class Attention(nnx.Module):
         v_BMHK: jax.Array,
         pos_BL: jax.Array,
         valid_BL: jax.Array,
+        keys_B: jax.Array | None = None,
     ) -> tuple[jax.Array, jax.Array]:
         """(out_BLHK, float32 probs_BHLM): attention of rotated q, k (float32 logits, the
-        encoding's bias added), normalised by `ModelConfig.normalization`."""
+        encoding's bias added), normalised by `ModelConfig.normalization`; with `keys_B`, the
+        weights that multiply v are dropped, sequence b by its key (probs_BHLM are not)."""
         logits_BHLM = jnp.einsum(
             "BLHK,BMHK->BHLM", q_BLHK, k_BMHK, preferred_element_type=jnp.float32
         )
@@ -173,8 +203,13 @@ class Attention(nnx.Module):
         if self.causal:
             allowed_BLM = allowed_BLM & jnp.tril(jnp.ones((L, L), bool))[None]
         probs_BHLM = NORMALIZATIONS[self.normalization](logits_BHLM, allowed_BLM, **norm)
+        weights_BHLM = probs_BHLM
+        if keys_B is not None:
+            weights_BHLM = jax.vmap(lambda k, p: dropout(p, self.weights_dropout, k))(
+                keys_B, probs_BHLM
+            )
         # Heads-major product, then one transpose: on CPU 4x faster than writing BLHK directly.
-        out_BHLK = jnp.einsum("BHLM,BMHK->BHLK", probs_BHLM.astype(v_BMHK.dtype), v_BMHK)
+        out_BHLK = jnp.einsum("BHLM,BMHK->BHLK", weights_BHLM.astype(v_BMHK.dtype), v_BMHK)
         return out_BHLK.transpose(0, 2, 1, 3), probs_BHLM
 
     def _attend_dot_product(
@@ -318,6 +353,8 @@ class MLP(nnx.Module):
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.compute_dtype = cfg.compute_dtype
+        # T5 drops the hidden activations; the residual sites do not.
+        self.hidden_dropout = cfg.dropout if cfg.dropout_sites == "t5" else 0.0
         self.gated = cfg.mlp == "geglu"
         self.activation = jax.nn.relu if cfg.mlp == "relu" else jax.nn.gelu
         self.w_in_DF = _normal(rngs, (cfg.d_model, cfg.mlp_dim), cfg.d_model)
@@ -330,7 +367,7 @@ class MLP(nnx.Module):
         if self.bias:
             self.b_out_D = nnx.Param(jnp.zeros((cfg.d_model,)))
 
-    def __call__(self, x_BLD: jax.Array) -> jax.Array:
+    def __call__(self, x_BLD: jax.Array, dropout_key: jax.Array | None = None) -> jax.Array:
         dtype = self.compute_dtype
         b_in_F, b_out_D = (self.b_in_F[...], self.b_out_D[...]) if self.bias else (None, None)
         h_BLF = _dense(x_BLD, self.w_in_DF[...], b_in_F, dtype=dtype)
@@ -338,6 +375,7 @@ class MLP(nnx.Module):
             h_BLF = jax.nn.gelu(_dense(x_BLD, self.w_gate_DF[...], dtype=dtype)) * h_BLF
         else:
             h_BLF = self.activation(h_BLF)
+        h_BLF = dropout(h_BLF, self.hidden_dropout, dropout_key)
         return _dense(h_BLF, self.w_out_FD[...], b_out_D, dtype=dtype)
 
 
@@ -357,6 +395,7 @@ class Block(nnx.Module):
         self.norm_mlp = norm_layer(cfg, rngs=rngs)
         self.mlp = MLP(cfg, rngs=rngs)
         self.norm_position = cfg.norm_position
+        self.dropout = cfg.dropout
         if self.norm_position == "pre_post":
             self.post_attn = norm_layer(cfg, rngs=rngs)
             self.post_mlp = norm_layer(cfg, rngs=rngs)
@@ -367,24 +406,37 @@ class Block(nnx.Module):
         pos_BL: jax.Array,
         valid_BL: jax.Array,
         shared: dict[str, jax.Array] | None = None,
+        dropout_key: jax.Array | None = None,
     ) -> jax.Array:
         x_ND = x_BLD.reshape(-1, x_BLD.shape[-1])
-        return self.ragged(x_ND, [(pos_BL, valid_BL)], shared).reshape(x_BLD.shape)
+        out_ND = self.ragged(x_ND, [(pos_BL, valid_BL)], shared, dropout_key)
+        return out_ND.reshape(x_BLD.shape)
 
     def ragged(
         self,
         x_ND: jax.Array,
         groups: list[tuple[jax.Array, jax.Array]],
         shared: dict[str, jax.Array] | None = None,
+        dropout_key: jax.Array | None = None,
     ) -> jax.Array:
-        """The block on the tokens of several groups at once (see Attention.ragged)."""
+        """The block on the tokens of several groups at once (see Attention.ragged). With
+        `dropout_key` (training), each sublayer's output is dropped before its residual add, and
+        the sublayers drop what `ModelConfig.dropout_sites` says."""
+        k = [_fold(dropout_key, i) for i in range(4)]
+
+        def attn(h_ND: jax.Array) -> jax.Array:
+            return dropout(self.attn.ragged(h_ND, groups, shared, k[0]), self.dropout, k[1])
+
+        def mlp(h_ND: jax.Array) -> jax.Array:
+            return dropout(self.mlp(h_ND, k[2]), self.dropout, k[3])
+
         if self.norm_position == "post":
-            x_ND = self.norm_attn(x_ND + self.attn.ragged(x_ND, groups, shared))
-            return self.norm_mlp(x_ND + self.mlp(x_ND))
-        x_ND = x_ND + self.attn.ragged(self.norm_attn(x_ND), groups, shared)
+            x_ND = self.norm_attn(x_ND + attn(x_ND))
+            return self.norm_mlp(x_ND + mlp(x_ND))
+        x_ND = x_ND + attn(self.norm_attn(x_ND))
         if self.norm_position == "pre_post":
             x_ND = self.post_attn(x_ND)
-        x_ND = x_ND + self.mlp(self.norm_mlp(x_ND))
+        x_ND = x_ND + mlp(self.norm_mlp(x_ND))
         return self.post_mlp(x_ND) if self.norm_position == "pre_post" else x_ND
 
 
@@ -398,6 +450,8 @@ class Transformer(nnx.Module):
         encoding.check(cfg.dims(), 0)
         self.encoding = encoding
         self.compute_dtype = cfg.compute_dtype
+        self.dropout = cfg.dropout
+        self.final_dropout = cfg.dropout if cfg.dropout_sites == "t5" else 0.0
         # Unit-variance token embeddings by default: the scale of Vaswani et al.'s sqrt(d_model)
         # rescaling, comparable to the unit-amplitude sinusoids added to them (cfg.embed_std).
         # (x * 1.0 is exact: the default draws the same numbers as before the option existed.)
@@ -417,7 +471,10 @@ class Transformer(nnx.Module):
         self.final_norm = cfg.norm_position != "post"
         if self.final_norm:
             self.norm_out = norm_layer(cfg, rngs=rngs)
-        self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
+        # Tied: no head of its own (and no key drawn for one); logits = (x d^-0.5) E^T.
+        self.tie_embeddings = cfg.tie_embeddings
+        if not self.tie_embeddings:
+            self.w_head_DV = _normal(rngs, (cfg.d_model, vocab_size), cfg.d_model)
 
     def set_encoding(self, encoding: Encoding) -> None:
         """Hold `encoding` (the same kind, with other values: a packed model's own, possibly
@@ -428,12 +485,20 @@ class Transformer(nnx.Module):
             block.attn.encoding = encoding.for_layer(i, n)
 
     def __call__(
-        self, tokens_BL: jax.Array, pos_BL: jax.Array, valid_BL: jax.Array | None = None
+        self,
+        tokens_BL: jax.Array,
+        pos_BL: jax.Array,
+        valid_BL: jax.Array | None = None,
+        dropout_key: jax.Array | None = None,
     ) -> jax.Array:
-        logits_NV = self.ragged([(tokens_BL, pos_BL, valid_BL)])
+        logits_NV = self.ragged([(tokens_BL, pos_BL, valid_BL)], dropout_key)
         return logits_NV.reshape(*tokens_BL.shape, -1)
 
-    def ragged(self, groups: list[tuple[jax.Array, jax.Array, jax.Array | None]]) -> jax.Array:
+    def ragged(
+        self,
+        groups: list[tuple[jax.Array, jax.Array, jax.Array | None]],
+        dropout_key: jax.Array | None = None,
+    ) -> jax.Array:
         """logits_NV (float32) of several batches (tokens_BL, pos_BL, valid_BL) of different
         widths, in one pass: their tokens are the rows, group after group, each row-major.
 
@@ -441,6 +506,9 @@ class Transformer(nnx.Module):
         tokens, attention and the encoding's hooks within each group: length buckets then cost
         one matmul per layer rather than one per bucket, and each token's numbers are those of
         its group run alone (up to float reassociation in the weight gradients).
+
+        `dropout_key`: a key in training (dropout at `ModelConfig.dropout_sites`, at rate
+        `ModelConfig.dropout`), None in evaluation.
         """
         shared = _read(self.pe)
         xs, meta = [], []
@@ -452,12 +520,17 @@ class Transformer(nnx.Module):
             xs.append(x_BLD.reshape(-1, x_BLD.shape[-1]))
             meta.append((pos_BL, valid_BL))
         x_ND = xs[0] if len(xs) == 1 else jnp.concatenate(xs)
-        for block in self.blocks:
-            x_ND = block.ragged(x_ND, meta, shared)
+        x_ND = dropout(x_ND, self.dropout, _fold(dropout_key, 0))
+        for i, block in enumerate(self.blocks):
+            x_ND = block.ragged(x_ND, meta, shared, _fold(dropout_key, i + 1))
         if self.final_norm:
             x_ND = self.norm_out(x_ND)
+        x_ND = dropout(x_ND, self.final_dropout, _fold(dropout_key, len(self.blocks) + 1))
+        if self.tie_embeddings:
+            x_ND, w_head_DV = x_ND * x_ND.shape[-1] ** -0.5, self.embed_VD[...].T
+        else:
+            w_head_DV = self.w_head_DV[...]
         # float32 from the matmul's accumulator, not rounded through bfloat16.
-        w_head_DV = self.w_head_DV[...]
         return _dense(x_ND, w_head_DV, dtype=self.compute_dtype, out_dtype="float32")
 
 

@@ -221,22 +221,27 @@ def test_encodings_are_hashable_and_round_trip(name):
 
 
 @pytest.mark.parametrize(
-    ("norm", "norm_position", "mlp", "qk_scale", "mlp_bias"),
-    [("layernorm", "pre", "gelu", "logits", True),
-     ("rmsnorm", "pre", "gelu", "logits", True),
-     ("layernorm", "pre", "geglu", "logits", True),
-     ("rmsnorm", "pre_post", "geglu", "logits", True),
-     ("layernorm", "pre_post", "gelu", "logits", True),
-     ("layernorm", "post", "relu", "logits", True),
-     ("rmsnorm", "pre", "relu", "init", False)],  # T5's block
+    ("norm", "norm_position", "mlp", "qk_scale", "mlp_bias", "tie"),
+    [("layernorm", "pre", "gelu", "logits", True, False),
+     ("rmsnorm", "pre", "gelu", "logits", True, False),
+     ("layernorm", "pre", "geglu", "logits", True, False),
+     ("rmsnorm", "pre_post", "geglu", "logits", True, False),
+     ("layernorm", "pre_post", "gelu", "logits", True, False),
+     ("layernorm", "post", "relu", "logits", True, False),
+     ("rmsnorm", "pre", "relu", "init", False, False),  # T5's block
+     ("rmsnorm", "pre", "relu", "init", False, True)],  # T5's block and tied head
 )  # fmt: skip
-def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp, qk_scale, mlp_bias):
+def test_block_options_against_a_float64_forward_pass(
+    norm, norm_position, mlp, qk_scale, mlp_bias, tie
+):
     """The whole model (NoPE, causal) recomputed in numpy float64 from its own weights, for each
     block the options make: RMSNorm or LayerNorm; pre, pre+post (a PostNorm after each residual
-    add) or post norm; GELU, ReLU or GeGLU; and T5's block (unscaled q.k, no MLP biases)."""
+    add) or post norm; GELU, ReLU or GeGLU; and T5's block (unscaled q.k, no MLP biases), with
+    its own head or T5's tied one (the embeddings, after scaling the stream by d_model^-0.5)."""
     cfg = dataclasses.replace(
-        CFG, norm=norm, norm_position=norm_position, mlp=mlp, qk_scale=qk_scale, mlp_bias=mlp_bias
-    )
+        CFG, norm=norm, norm_position=norm_position, mlp=mlp, qk_scale=qk_scale,
+        mlp_bias=mlp_bias, tie_embeddings=tie,
+    )  # fmt: skip
     cfg.check()
     model = build(encodings.get("nope"), cfg)
     # Non-trivial norm scales and biases, so that a layer read in the wrong place shows.
@@ -287,7 +292,8 @@ def test_block_options_against_a_float64_forward_pass(norm, norm_position, mlp, 
     if norm_position != "post":
         x = normalize(f64["norm_out"], x)
     assert ("norm_out" in f64) == (norm_position != "post")
-    want = x @ f64["w_head_DV"]
+    assert ("w_head_DV" in f64) != tie
+    want = (x * cfg.d_model**-0.5) @ f64["embed_VD"].T if tie else x @ f64["w_head_DV"]
     got = np.asarray(model(tok, contiguous()), np.float64)
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
     assert ("post_attn" in f64["blocks"][0]) == (norm_position == "pre_post")
@@ -343,3 +349,56 @@ def test_block_options_refuse_unknown_values():
         ModelConfig(norm="batchnorm").check()
     with pytest.raises(ValueError, match="model mlp 'swiglu' is not supported.*geglu"):
         ModelConfig(mlp="swiglu").check()
+
+
+def test_dropout_zeroes_the_rate_and_keeps_the_expectation():
+    x = jnp.ones((200_000,))
+    y = np.asarray(model_lib.dropout(x, 0.3, jax.random.key(0)))
+    assert abs((y == 0).mean() - 0.3) < 0.005
+    np.testing.assert_allclose(y[y != 0], 1 / 0.7, rtol=1e-6)
+    assert (
+        model_lib.dropout(x, 0.3, None) is x and model_lib.dropout(x, 0.0, jax.random.key(0)) is x
+    )
+
+
+@pytest.mark.parametrize("sites", ["residual", "t5"])
+def test_dropout_sites(monkeypatch, sites):
+    """Where each style drops, read from the calls the model makes: residual (Vaswani et al.,
+    Ruoss et al.'s code) the input stream and every sublayer output; t5 also the attention
+    weights (per sequence), the MLP's hidden units and the last norm's output."""
+    cfg = dataclasses.replace(CFG, dropout=0.2, dropout_sites=sites)
+    model = build(encodings.get("rope"), cfg)
+    calls = []
+    real = model_lib.dropout
+
+    def spy(x, rate, key):
+        if key is not None and rate:
+            calls.append(x.shape)
+        return real(x, rate, key)
+
+    monkeypatch.setattr(model_lib, "dropout", spy)
+    tok = tokens()
+    model(tok, contiguous(), dropout_key=jax.random.key(1))
+    N, D, F, H = tok.size, cfg.d_model, cfg.mlp_dim, cfg.num_heads
+    n = cfg.num_layers
+    want = [(N, D)] * (1 + 2 * n)
+    if sites == "t5":
+        want += [(H, L, L)] * n + [(N, F)] * n + [(N, D)]
+    assert sorted(calls) == sorted(want)
+
+
+def test_dropout_acts_in_training_only():
+    """No key (evaluation) computes the model without dropout; a key drops, the same units for
+    the same key; a model at rate 0 ignores the key."""
+    plain = build(encodings.get("rope"))
+    drop = build(encodings.get("rope"), dataclasses.replace(CFG, dropout=0.3, dropout_sites="t5"))
+    tok, pos = tokens(), contiguous()
+    np.testing.assert_array_equal(drop(tok, pos), plain(tok, pos))  # the same weights
+    key = jax.random.key(7)
+    np.testing.assert_array_equal(drop(tok, pos, dropout_key=key), drop(tok, pos, dropout_key=key))
+    assert not np.allclose(drop(tok, pos, dropout_key=key), plain(tok, pos), atol=1e-3)
+    np.testing.assert_array_equal(plain(tok, pos, dropout_key=key), plain(tok, pos))
+    with pytest.raises(ValueError, match="dropout must be in"):
+        ModelConfig(dropout=1.0).check()
+    with pytest.raises(ValueError, match="cannot drop attention weights"):
+        ModelConfig(dropout=0.1, dropout_sites="t5", attention="dot_product").check()

@@ -13,6 +13,7 @@ import pytest
 
 from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.training import hyperparameters
 
 TINY = RunConfig(
     task=tasks.get("copy", alphabet=8),
@@ -120,3 +121,29 @@ def test_eval_encoding_must_fit_the_trained_parameters(tmp_path):
     )
     with pytest.raises(ValueError, match="different parameters"):
         train.train(cfg, tmp_path / "run", progress=False)
+
+
+@pytest.mark.parametrize("sites", ["residual", "t5"])
+def test_packed_seeds_with_dropout_each_drop_their_own_units(tmp_path, sites):
+    """Dropout keys come from each run's seed: packed seeds train exactly as each alone, and
+    dropout changes the training (the keys reach the model)."""
+    drop = dataclasses.replace(
+        TINY, model=dataclasses.replace(TINY.model, dropout=0.3, dropout_sites=sites)
+    )
+    cfgs = [dataclasses.replace(drop, seed=s) for s in (0, 1)]
+    train.train_group(cfgs, [tmp_path / "packed0", tmp_path / "packed1"], progress=False)
+    for s in (0, 1):
+        train.train(cfgs[s], tmp_path / f"alone{s}", progress=False)
+        np.testing.assert_allclose(
+            numbers(tmp_path / f"packed{s}"), numbers(tmp_path / f"alone{s}"), rtol=1e-5, atol=1e-6
+        )
+    train.train(dataclasses.replace(TINY, seed=0), tmp_path / "plain", progress=False)
+    assert numbers(tmp_path / "alone0")[:2] != numbers(tmp_path / "plain")[:2]
+    # Each seed and step has its own stream; a model without dropout has none.
+    key_data = [
+        tuple(np.asarray(jax.random.key_data(hyperparameters.dropout_key(values, step))))
+        for values in map(hyperparameters.values, [*cfgs, dataclasses.replace(drop, seed=2**20)])
+        for step in (0, 1)
+    ]
+    assert len(set(key_data)) == 6
+    assert hyperparameters.dropout_key(hyperparameters.values(TINY), 0) is None

@@ -26,7 +26,13 @@ def block(model: ModelConfig) -> str:
         "logits": "q.k / sqrt(head dim)",
         "init": "q.k unscaled (W_q drawn sqrt(head dim) smaller)",
     }[model.qk_scale]
-    return f"{where}-{norm}, {mlp} MLP {biases} biases, no dropout, {logits}"
+    drop = "no dropout"
+    if model.dropout:
+        drop = f"dropout {model.dropout:g} in training on the input and each sublayer's output"
+        if model.dropout_sites == "t5":
+            drop += ", the attention weights, the MLP's hidden units and the last norm's output"
+    head = ", output tied to the embedding (x d_model^-0.5)" if model.tie_embeddings else ""
+    return f"{where}-{norm}, {mlp} MLP {biases} biases, {drop}, {logits}{head}"
 
 
 def optimiser(train: TrainConfig) -> str:

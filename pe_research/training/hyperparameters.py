@@ -15,6 +15,7 @@ import dataclasses
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from pe_research.config import RunConfig, TrainConfig
@@ -23,7 +24,8 @@ TRAIN = ("learning_rate", "weight_decay", "grad_clip")
 """TrainConfig fields that packed models may hold different values of."""
 
 Values = dict[str, dict[str, Any]]
-"""{"train": {field: value}, "encoding": {field: value}}: floats, or arrays when traced."""
+"""{"train": {field: value}, "encoding": {field: value}, "dropout": {"seed_hi", "seed_lo"}}:
+floats, or arrays when traced. "dropout" is empty unless the model drops units."""
 
 
 def _default(cls: type, name: str) -> Any:
@@ -31,11 +33,32 @@ def _default(cls: type, name: str) -> Any:
 
 
 def values(cfg: RunConfig) -> Values:
-    """The packable numbers of one run."""
+    """The packable numbers of one run. A model with dropout also gets its seed, in two 16-bit
+    halves (exact in float32), from which the step derives its dropout keys (`dropout_key`):
+    packed models differ in their seeds, so each drops its own units."""
     return {
         "train": {f: float(getattr(cfg.train, f)) for f in TRAIN},
         "encoding": {f: float(getattr(cfg.encoding, f)) for f in cfg.encoding.packable_fields()},
+        "dropout": (
+            {"seed_hi": float(cfg.seed >> 16), "seed_lo": float(cfg.seed & 0xFFFF)}
+            if cfg.model.dropout
+            else {}
+        ),
     }
+
+
+DROPOUT_STREAM = 3
+"""Folded into a seed's key for the dropout stream (Keys splits the seed's key for the others)."""
+
+
+def dropout_key(vals: Values, step: jax.Array) -> jax.Array | None:
+    """The key of a training step's dropout, from the run's seed (in `vals`) and the step
+    number; None for a model without dropout."""
+    if not vals.get("dropout"):
+        return None
+    hi, lo = (jnp.asarray(vals["dropout"][h]).astype(jnp.uint32) for h in ("seed_hi", "seed_lo"))
+    key = jax.random.fold_in(jax.random.key(0), hi << 16 | lo)
+    return jax.random.fold_in(jax.random.fold_in(key, DROPOUT_STREAM), step)
 
 
 def placeholder(cfg: RunConfig) -> RunConfig:

@@ -208,7 +208,7 @@ def build_program(
         return TrainState(jnp.zeros((), jnp.int32), params, tx.init(params))
 
     S = len(seeds)
-    values = values or [hyperparameters.values(cfg)] * S
+    values = values or [hyperparameters.values(dataclasses.replace(cfg, seed=s)) for s in seeds]
     place = Placement.choose(S, cfg.train.batch_size // cfg.train.length_buckets)
     state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
     data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))

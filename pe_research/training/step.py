@@ -126,11 +126,11 @@ def make_batch_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any 
     `batch_sharding`, if given, constrains each group (data parallelism over devices).
     """
 
-    def loss_fn(params: Any, groups: list[tuple[Batch, jax.Array]], encoding: Any):
+    def loss_fn(params: Any, groups: list[tuple[Batch, jax.Array]], encoding: Any, key: Any):
         model = nnx.merge(graphdef, params)
         if encoding is not None:
             model.set_encoding(encoding)
-        logits_NV = model.ragged([(b.inputs, p, b.valid) for b, p in groups])
+        logits_NV = model.ragged([(b.inputs, p, b.valid) for b, p in groups], dropout_key=key)
         # The mean over the scored tokens of all groups, as for one padded batch.
         batches = [b for b, _ in groups]
         flat = Batch(
@@ -147,7 +147,8 @@ def make_batch_step(cfg: RunConfig, graphdef: nnx.GraphDef, batch_sharding: Any 
         encoding = run.encoding if values["encoding"] else None
         if batch_sharding is not None:
             groups = [(jax.lax.with_sharding_constraint(b, batch_sharding), p) for b, p in groups]
-        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, groups, encoding)
+        key = hyperparameters.dropout_key(values, state.step)
+        grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, groups, encoding, key)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         metrics["grad_norm"] = optax.tree.norm(grads)
