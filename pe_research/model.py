@@ -6,7 +6,8 @@ unconditionally; it never asks which encoding it has. Attention layer i holds th
 `for_layer(i, num_layers)`: the encoding itself, or a per-layer mixture's member for layer i.
 Attention hooks receive the layer's own parameters merged with the top-level ones (init_embed),
 so one table can serve every layer (T5's shared bias). Positions are an explicit input.
-Attention logits, softmax and output logits are float32.
+Attention logits, softmax and output logits are float32. Dropout (`ModelConfig.dropout`) acts
+only in a call given a `dropout_key` (the training step's); evaluation passes none.
 
 Mixed precision (`compute_dtype="bfloat16"`): parameters and the residual stream stay float32
 (so do LayerNorm and the encodings' angles and biases); activations and weights are cast to
