@@ -31,9 +31,11 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   sqrt(d_model) (std 0.16) [google-deepmind/randomized_positional_encodings
   models/transformer.py (TransformerConfig, TransformerEmbedder, layer_norm after each
   sublayer), experiments/range_evaluation.py (model.apply with an rng)]. Here: cpu, gpu, paper:
-  post-LayerNorm, ReLU MLP with biases, no dropout, q.k / sqrt(head dim), token embeddings of
-  std 0.16 (ModelConfig embed_std). Why: no dropout: our model has no dropout option; the rest
-  as the paper
+  post-LayerNorm, ReLU MLP with biases, dropout 0.1 in training on the input and each sublayer's
+  output, q.k / sqrt(head dim), token embeddings of std 0.16 (ModelConfig embed_std). Why:
+  dropout is off at evaluation here (a model's function, not one noisy draw of it), and drops
+  the input stream for every encoding, where their code drops it only after adding an absolute
+  encoding (sin/cos, learned); the rest as the paper
 - positions / encodings. Paper: sin/cos, learned, RoPE, ALiBi and Transformer-XL's relative
   encoding, each with and without randomized positions [google-
   deepmind/randomized_positional_encodings models/positional_encodings.py
@@ -105,8 +107,9 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 of the paper here): check it before a paper-scale run.
 
 Runtime and result: not yet run with the current code. Since 2026-12-02 the encoder is the
-paper's block (post-LayerNorm, ReLU, tokens of std 0.16; model / block above). A probe with it
-(reverse, seed 0, contiguous positions, the cpu recipe, evaluated at 16 and 32): RoPE fits
+paper's block (post-LayerNorm, ReLU, tokens of std 0.16; model / block above), and since
+2026-12-03 it drops units as the paper's does (dropout 0.1). A probe with that block before
+dropout (reverse, seed 0, contiguous positions, the cpu recipe, evaluated at 16 and 32): RoPE fits
 (exact match >= .95 at 16) by step 300, learned by 500, ALiBi and sin/cos by 600, 47-71 s each
 on the 2-core machine beside a running sweep; none copies 32 symbols exactly (token accuracy
 .52-.79). Randomized positions were not probed. Expected cost: 90 runs in 30 trainings of
@@ -158,10 +161,11 @@ SEEDS = (0, 1, 2)
 # Ruoss et al.'s encoder (experiments/example.py and models/transformer.py of their code).
 ENCODER = ModelConfig(
     num_layers=5, d_model=64, num_heads=8, mlp_dim=256, causal=False,
-    norm_position="post", mlp="relu", embed_std=0.02 * 64**0.5,
+    norm_position="post", mlp="relu", embed_std=0.02 * 64**0.5, dropout=0.1,
 )  # fmt: skip
-"""Ruoss et al.'s encoder block (models/transformer.py): post-LayerNorm, ReLU MLP, and token
-embeddings of std 0.02 scaled by sqrt(d_model 64): 0.16."""
+"""Ruoss et al.'s encoder block (models/transformer.py): post-LayerNorm, ReLU MLP, dropout 0.1
+on the input and each sublayer's output, and token embeddings of std 0.02 scaled by sqrt(d_model
+64): 0.16."""
 LEARNED_INIT_STD = 1.0
 """Ruoss et al.'s learned table starts at hk.Embed's default (truncated normal, std 1), 6.25x the
 tokens' 0.16. The encoding's default (0.02) would start it 50x weaker than theirs."""
@@ -242,7 +246,9 @@ PROTOCOL = Protocol(
             "after each sublayer), experiments/range_evaluation.py (model.apply with an rng)",
             **{s: describe.block(ENCODER) + f", token embeddings of std {ENCODER.embed_std:.2f} "
                "(ModelConfig embed_std)" for s in SCALES},
-            why="no dropout: our model has no dropout option; the rest as the paper"),
+            why="dropout is off at evaluation here (a model's function, not one noisy draw of "
+            "it), and drops the input stream for every encoding, where their code drops it only "
+            "after adding an absolute encoding (sin/cos, learned); the rest as the paper"),
         row("positions", "encodings",
             "sin/cos, learned, RoPE, ALiBi and Transformer-XL's relative encoding, each with "
             "and without randomized positions",
