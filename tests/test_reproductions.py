@@ -167,6 +167,22 @@ def test_the_block_comparisons_change_only_the_block():
             theirs)  # fmt: skip
 
 
+def test_the_tied_head_probe_changes_only_the_head_and_the_paper_scales_run_the_rest_of_t5():
+    """scripts/mcgill_tied_head.py is mcgill's cpu scale with T5's tied head and nothing else;
+    mcgill's gpu and paper scales drop at T5's sites and tie the head, as their decoder does;
+    randomized drops as Ruoss et al.'s encoder at every scale."""
+    mcgill = load("mcgill")
+    tied = experiments.load_experiment(str(ROOT / "scripts" / "mcgill_tied_head.py")).runs()
+    for theirs, here in zip(mcgill.runs(), tied, strict=True):
+        assert not theirs.model.tie_embeddings and here.model.tie_embeddings
+        assert dataclasses.replace(here, model=theirs.model) == theirs
+    for scale in ("gpu", "paper"):
+        assert {(c.model.dropout, c.model.dropout_sites, c.model.tie_embeddings)
+                for c in mcgill.runs(scale)} == {(0.1, "t5", True)}  # fmt: skip
+    assert {(c.model.dropout, c.model.dropout_sites) for scale in ("cpu", "gpu", "paper")
+            for c in load("randomized").runs(scale)} == {(0.1, "residual")}  # fmt: skip
+
+
 def test_addition_hints_earlier_runs_differ_only_in_the_optimiser():
     """scripts/addition_hints_fit_preset.py is addition_hints with the fit preset's lr and b2 and
     the 4,000-step cap (its runs before 2026-12-03); the recipe probe's long runs are the
