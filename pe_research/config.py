@@ -377,6 +377,11 @@ class RunConfig:
         self.eval.check()
         self.task.check()
         self.task.check_lengths(self.train.train_length, self.eval_lengths)
+        if self.model.dropout and not 0 <= self.seed < 2**32:
+            raise ValueError(
+                f"seed {self.seed} with model dropout: the dropout stream takes seeds in [0, "
+                "2^32); choose --seed in that range."
+            )
         if self.train.length_buckets > 1 and not self.task.variable_length:
             raise ValueError(
                 f"task {self.task.name!r} draws every sequence with exactly train_length symbols, "

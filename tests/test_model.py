@@ -10,7 +10,7 @@ from flax import nnx
 
 from pe_research import encodings
 from pe_research import model as model_lib
-from pe_research.config import ModelConfig
+from pe_research.config import ModelConfig, RunConfig
 from pe_research.model import Transformer
 
 CFG = ModelConfig(num_layers=2, d_model=32, num_heads=2, mlp_dim=64)
@@ -402,3 +402,6 @@ def test_dropout_acts_in_training_only():
         ModelConfig(dropout=1.0).check()
     with pytest.raises(ValueError, match="cannot drop attention weights"):
         ModelConfig(dropout=0.1, dropout_sites="t5", attention="dot_product").check()
+    with pytest.raises(ValueError, match=r"seed -1 with model dropout.*\[0, 2\^32\)"):
+        RunConfig(model=ModelConfig(dropout=0.1), seed=-1).check()
+    RunConfig(model=ModelConfig(dropout=0.1), seed=2**32 - 1).check()
