@@ -115,10 +115,15 @@ match / token accuracy of the fit seeds:
 
 The paper's aggregate (best seed) is .51 at 1.25x and .03 at 2x the training length, where the
 paper reaches > 98% at 2.5x (100 digits from 40): at 2% of its training sums and a fifth of its
-lengths the recipe learns the task but extrapolates little. The 12 comparison runs (FIRE,
-KerpleLog, RoPE and NoPE with contiguous positions) have not been run under this preset (up to
-90 min per packed training of 3 seeds at 1 worker on a day like this one; up to 6 h for the
-four): until they are, the recipe's lead over them is not measured here.
+lengths the recipe learns the task but extrapolates little.
+RoPE with contiguous positions, the first comparison (2026-12-03, the code of commit 52b1d71,
+same preset and machine, fp32 peak 130-141 GFLOP/s, 1 worker beside other sweeps, 2 h for the
+8,000 steps): 2 of 3 seeds fit, at steps 1,700 and 2,500 (seed 2 stayed at 0, token accuracy
+.20 at 8 digits), and both score 0 exact match at every length beyond 8 (token accuracy
+.20 / .58 at 10 digits, .14 / .16 at 20): against RoPE, the recipe's .51 and .25 at 10 digits
+are its lead. The other 9 comparison runs (FIRE, KerpleLog and NoPE with contiguous positions)
+are not yet run (FIRE's stopped at step 300 and resumes from its checkpoint on the machine that
+wrote it; up to 2 h per packed training of 3 seeds at 1 worker on a day like this one).
 The paper scale: 6 layers at d_model 512, 50,000 steps of 600 sums of up to 40 digits; its
 cost is printed before it trains.
 """
