@@ -278,8 +278,8 @@ without biases, q.k unscaled with W_q drawn 1/sqrt(head dim) smaller; every scal
 T5_REST = dict(dropout=0.1, dropout_sites="t5", tie_embeddings=True)
 """The rest of their decoder: dropout 0.1 at T5's sites and the output head tied to the token
 embeddings (t5-base's T5Config). The gpu and paper scales run it. The cpu scale does not yet:
-its table below was run before these options existed (scripts/mcgill_tied_head.py measures
-the tied head alone)."""
+its table above was run before these options existed; on count_copy they were measured beside
+it (the docstring's "The tied head and dropout")."""
 PAPER_ENCODINGS = {
     # The names their released results use (scripts/mcgill_paper_numbers.py) -> the encoding
     # they trained, in our terms. Under T5_BLOCK's qk_scale 'init' the model leaves q.k unscaled,
