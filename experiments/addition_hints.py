@@ -122,7 +122,7 @@ same preset and machine, fp32 peak 130-141 GFLOP/s, 1 worker beside other sweeps
 .20 at 8 digits), and both score 0 exact match at every length beyond 8 (token accuracy
 .20 / .58 at 10 digits, .14 / .16 at 20): against RoPE, the recipe's .51 and .25 at 10 digits
 are its lead. The other 9 comparison runs (FIRE, KerpleLog and NoPE with contiguous positions)
-are not yet run (FIRE's stopped at step 300 and resumes from its checkpoint on the machine that
+are not yet run (FIRE's stopped at step 400 and resumes from its checkpoint on the machine that
 wrote it; up to 2 h per packed training of 3 seeds at 1 worker on a day like this one).
 The paper scale: 6 layers at d_model 512, 50,000 steps of 600 sums of up to 40 digits; its
 cost is printed before it trains.

@@ -48,7 +48,8 @@ def values(cfg: RunConfig) -> Values:
 
 
 DROPOUT_STREAM = 3
-"""Folded into a seed's key for the dropout stream (Keys splits the seed's key for the others)."""
+"""Folded, after the seed, into key(0) for the dropout stream: a derivation apart from
+`keys_from_seed`'s split of key(seed), so adding dropout shifts no other stream."""
 
 
 def dropout_key(vals: Values, step: jax.Array) -> jax.Array | None:
