@@ -5,10 +5,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from pe_research import bench, encodings, tasks
 from pe_research.bench import accelerator
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.sweeps.experiments import load_experiment
 from pe_research.training import evaluate
 
 TINY = RunConfig(
@@ -27,6 +29,15 @@ def test_analytic_flops_agree_with_xlas_count_of_the_step():
     assert row["flops_per_step"] == 2 * bench.train_step_flops(TINY)
     assert row["tokens_per_step"] == 2 * 8 * TINY.task.seq_len(8, causal=True)
     assert row["tokens_per_s"] > 0 and 0 < row["fraction_of_peak"]
+
+
+def test_the_peer_workloads_train_the_peers_encoder():
+    """The speed comparison with the peer times the model the randomized experiment reproduces
+    (its block, and dropout on as the peer trains), not a lighter one."""
+    randomized = load_experiment(Path(__file__).parents[1] / "experiments" / "randomized.py")
+    for name in ("peer", "peer-curriculum"):
+        assert bench.WORKLOADS[name].cfg.model == randomized.ENCODER
+    assert bench.PEER_MODEL.dropout == 0.1 and bench.PEER_MODEL.norm_position == "post"
 
 
 SECOND_PROCESS = """

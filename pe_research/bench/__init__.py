@@ -87,13 +87,22 @@ class Workload:
     """Also time these values of train.length_buckets (the first encoding, one model)."""
 
 
+PEER_MODEL = ModelConfig(
+    num_layers=5, d_model=64, num_heads=8, mlp_dim=256, causal=False,
+    norm_position="post", mlp="relu", embed_std=0.02 * 64**0.5, dropout=0.1,
+)  # fmt: skip
+"""Ruoss et al.'s default encoder as their code builds it (models/transformer.py,
+experiments/example.py): 5 layers, d_model 64, 8 heads, MLP 4x, bidirectional, post-LayerNorm,
+ReLU, dropout 0.1 on the input and each sublayer's output (their default, on when they train),
+token embeddings of std 0.16. The randomized experiment's ENCODER is the same model."""
+
+
 def _peer_cfg(**train: Any) -> RunConfig:
-    # Ruoss et al.'s default encoder: 5 layers, d_model 64, 8 heads, MLP 4x, bidirectional,
-    # binary reverse_string (their alphabet is {0, 1}).
+    # The peer's encoder on binary reverse_string (their alphabet is {0, 1}).
     return RunConfig(
         task=tasks.get("reverse", alphabet=2),
         encoding=encodings.get("rope"),
-        model=ModelConfig(num_layers=5, d_model=64, num_heads=8, mlp_dim=256, causal=False),
+        model=PEER_MODEL,
         train=TrainConfig(**train),
     )
 
@@ -101,7 +110,8 @@ def _peer_cfg(**train: Any) -> RunConfig:
 WORKLOADS: dict[str, Workload] = {
     "peer": Workload(
         "DeepMind randomized_positional_encodings' default transformer: bidirectional encoder, "
-        "5 layers, d_model 64, 8 heads, MLP 4x, batch 128, reverse of 40 binary symbols "
+        "5 layers, d_model 64, 8 heads, MLP 4x, post-LayerNorm, ReLU, dropout 0.1, batch 128, "
+        "reverse of 40 binary symbols "
         "(40 + SEP + 40 answer positions = 81 tokens; the peer uses 80, without SEP)",
         _peer_cfg(batch_size=128, train_length=40),
         ("rope", "nope", "sinusoidal"),
