@@ -149,8 +149,8 @@ import dataclasses
 import statistics
 from collections import defaultdict
 
-from pe_research import encodings, positions, tasks
-from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research import bench, encodings, positions, tasks
+from pe_research.config import EvalConfig, RunConfig, TrainConfig
 from pe_research.sweeps import describe, summary
 from pe_research.sweeps.experiments import FIT_TRAIN
 from pe_research.sweeps.protocol import SAME, Protocol, row
@@ -159,10 +159,7 @@ ENCODINGS = ["sinusoidal", "learned", "rope", "alibi", "transformer_xl"]
 TASKS = {name: tasks.get(name, alphabet=2) for name in ("reverse", "duplicate")}
 SEEDS = (0, 1, 2)
 # Ruoss et al.'s encoder (experiments/example.py and models/transformer.py of their code).
-ENCODER = ModelConfig(
-    num_layers=5, d_model=64, num_heads=8, mlp_dim=256, causal=False,
-    norm_position="post", mlp="relu", embed_std=0.02 * 64**0.5, dropout=0.1,
-)  # fmt: skip
+ENCODER = bench.PEER_MODEL  # the model the speed bench times against the peer, too
 """Ruoss et al.'s encoder block (models/transformer.py): post-LayerNorm, ReLU MLP, dropout 0.1
 on the input and each sublayer's output, and token embeddings of std 0.02 scaled by sqrt(d_model
 64): 0.16."""

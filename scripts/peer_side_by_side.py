@@ -103,9 +103,11 @@ def main() -> None:
         peaks.append(bench.measure_matmul_peak())
         first_peer = r % 2 == 0
         here_s = None if first_peer else ours(args.steps)
-        peer_s = ask_peer(args.steps, r)["s_per_step"]
+        peer_row = ask_peer(args.steps, r)
+        peer_s = peer_row["s_per_step"]
         here_s = ours(args.steps) if first_peer else here_s
-        windows.append({"round": r, "peer_s_per_step": peer_s, "here_s_per_step": here_s})
+        windows.append({"round": r, "peer_s_per_step": peer_s, "here_s_per_step": here_s,
+                        "peer_mean_length": peer_row["mean_length"]})  # fmt: skip
         print(f"  round {r}: peer {peer_s * 1e3:7.1f} ms/step   here {here_s * 1e3:7.1f} ms/step "
               f"  peak {peaks[-1] / 1e9:.0f} GFLOP/s", flush=True)  # fmt: skip
     peer.stdin.close()
