@@ -100,21 +100,31 @@ def rotate_pairs(
     if 2 * J > K:
         raise ValueError(f"apply_rope got {J} frequencies for a head of {K} components (> K/2).")
     angle_BLJ = angle_BLJ.astype(jnp.float32)
-    cos_BL1J = (jnp.cos(angle_BLJ) * attention_scale)[:, :, None, :]
-    sin_BL1J = (jnp.sin(angle_BLJ) * attention_scale)[:, :, None, :]
+    cos_BLJ = jnp.cos(angle_BLJ) * attention_scale
+    sin_BLJ = jnp.sin(angle_BLJ) * attention_scale
+    # out = x * cos + swap(x) * sin, where swap exchanges the two members of each pair and sin
+    # carries the sign (-sin on a pair's first member, +sin on its second): the first member is
+    # a cos - b sin, the second b cos + a sin. The swap is a reversal of an axis of size 2, which
+    # XLA fuses into one elementwise pass; concatenating a_out and b_out (the textbook form) made
+    # a fusion about 5x slower per element on CPU, and the cos/sin tables here are only [B, L, K].
+    ones, zeros = (jnp.full((*cos_BLJ.shape[:-1], K - 2 * J), v, jnp.float32) for v in (1, 0))
+    if layout == "half":  # [J cos, J cos, rest]: pair j is (j, J + j)
+        cos_BLK = jnp.concatenate([cos_BLJ, cos_BLJ, ones], axis=-1)
+        sin_BLK = jnp.concatenate([-sin_BLJ, sin_BLJ, zeros], axis=-1)
+    else:  # [cos_0, cos_0, cos_1, cos_1, ..., rest]: pair j is (2j, 2j + 1)
+        cos_BLK = jnp.concatenate([cos_BLJ.repeat(2, axis=-1), ones], axis=-1)
+        sin_BLK = jnp.concatenate(
+            [jnp.stack([-sin_BLJ, sin_BLJ], -1).reshape(*sin_BLJ.shape[:-1], 2 * J), zeros], axis=-1
+        )
     x32 = x_BLHK.astype(jnp.float32)
     rot, rest = x32[..., : 2 * J], x32[..., 2 * J :]
-    if layout == "half":
-        a, b = rot[..., :J], rot[..., J:]
-    else:
-        a, b = rot[..., 0::2], rot[..., 1::2]
-    a_out = a * cos_BL1J - b * sin_BL1J
-    b_out = b * cos_BL1J + a * sin_BL1J
-    if layout == "half":
-        rot = jnp.concatenate([a_out, b_out], axis=-1)
-    else:
-        rot = jnp.stack([a_out, b_out], axis=-1).reshape(rot.shape)
-    return jnp.concatenate([rot, rest], axis=-1).astype(x_BLHK.dtype)
+    pairs = (2, J) if layout == "half" else (J, 2)
+    axis = -2 if layout == "half" else -1
+    swapped = jnp.flip(rot.reshape(*rot.shape[:-1], *pairs), axis=axis).reshape(rot.shape)
+    if 2 * J < K:  # the unrotated rest meets cos 1 and sin 0: it passes unchanged
+        swapped = jnp.concatenate([swapped, rest], axis=-1)
+    out = x32 * cos_BLK[:, :, None] + swapped * sin_BLK[:, :, None]
+    return out.astype(x_BLHK.dtype)
 
 
 # Other names of RoPE's `scaling`, as Hugging Face configs spell it (older, newer).
