@@ -587,5 +587,21 @@ def test_the_report_with_only_rewrites_those_sections_and_leaves_the_others(tmp_
     assert other_now.rstrip("\n") == other_section.rstrip("\n")
     assert "--only tiny` on" in page and "Kept from" not in page
     assert "\n\n## Tiny et al." in page  # a section left as it was still ends in a blank line
+    # Other's protocol changes in code (a reason, and a difference fewer): the section left as
+    # it was takes the new table and verdict; its numbers stay those written before.
+    (folder / "other.py").write_text(
+        other.replace('why="smaller"', 'why="scaled down for the test"').replace(
+            'cpu="ours" if a == "model"', 'cpu=SAME if a == "nothing"'
+        )
+    )
+    page = report.write(root, docs, folder=folder, only=["tiny"])[0].read_text()
+    other_now = page[page.index("## Other et al.") : page.index("## Tiny et al.")]
+    numbers = other_section[: other_section.index("Verdict:")]
+    assert other_now.startswith(numbers)
+    assert "differ from the paper's protocol in: nothing (table below)" in other_now
+    assert "| model | item | theirs | their file | same | scaled down for the test |" in other_now
+    assert "| ours | smaller |" not in other_now
+    verdict = re.search(r"Verdict: at the `cpu` scale \d+ of \d+ runs fit", other_section)[0]
+    assert verdict in other_now
     with pytest.raises(ValueError, match=r"--only nothing: not a reproduction .* other, tiny"):
         report.write(root, docs, folder=folder, only=["nothing"])

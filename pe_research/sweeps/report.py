@@ -91,9 +91,16 @@ def provenance_lines(dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+_VERDICT = re.compile(r"^Verdict: at the `[\w-]+` scale (\d+) of (\d+) runs fit;.*$", re.MULTILINE)
+_TABLE = "\nProtocol of "
+
+
 def verdict(module: ModuleType, scale: str, rows: list[dict[str, Any]]) -> str:
     """One line: fit counts and the protocol's remaining differences at this scale."""
-    fit, judged = summary.fit_count(rows)
+    return _verdict(module, scale, *summary.fit_count(rows))
+
+
+def _verdict(module: ModuleType, scale: str, fit: int, judged: int) -> str:
     differences = [f"{r.aspect} / {r.item}" for r in module.PROTOCOL.differences(scale)]
     return (
         f"Verdict: at the `{scale}` scale {fit} of {judged} runs fit; the numbers above differ "
@@ -147,6 +154,17 @@ def earlier_sections(page: Path) -> dict[tuple[str, str], str]:
     return out
 
 
+def with_current_protocol(text: str, module: ModuleType, scale: str) -> str:
+    """A section written before, its numbers as they were, with the protocol table and the
+    verdict's list of differences as the experiment's code states them now: both are read from
+    code, not from runs, so a protocol's corrected source or reason reaches every section."""
+    head, found, _ = text.partition(_TABLE)
+    if not found:
+        return text
+    head = _VERDICT.sub(lambda m: _verdict(module, scale, int(m[1]), int(m[2])), head)
+    return f"{head.rstrip()}\n\n{module.PROTOCOL.markdown(ran=scale)}"
+
+
 def _kept(text: str, root: Path) -> str:
     """An earlier section marked as kept (one mark, after its heading line)."""
     heading, _, body = text.partition("\n")
@@ -164,8 +182,10 @@ def write(
     A sweep the page showed before whose runs are no longer under `root` (made on another
     machine, or their folder moved) keeps its section, marked as kept, so that reporting one new
     sweep does not erase the others; delete the page to start afresh. `only` (experiment names)
-    reports those alone and leaves every other section of the page as it was, e.g. while
-    another sweep under `root` is still running."""
+    reports those alone and leaves the numbers of every other section as they were, e.g. while
+    another sweep under `root` is still running; their protocol tables and the differences their
+    verdicts name are rewritten from the experiments' code (`with_current_protocol`). A kept
+    section (runs made elsewhere) stays as it was written: its runs may predate the code."""
     root, out = Path(root), Path(out)
     figures = out / FIGURES
     earlier = earlier_sections(out / PAGE)
@@ -179,7 +199,11 @@ def write(
     parts, written, fresh = [], [], False
     for name, module in papers:
         if only and name not in only:
-            parts += [earlier[(name, s)] for s in scales(module) if (name, s) in earlier]
+            parts += [
+                with_current_protocol(earlier[(name, s)], module, s)
+                for s in scales(module)
+                if (name, s) in earlier
+            ]
             continue
         found = {}
         for scale, sweep_folder in sweeps(root, name, module):
