@@ -121,9 +121,21 @@ same preset and machine, fp32 peak 130-141 GFLOP/s, 1 worker beside other sweeps
 8,000 steps): 2 of 3 seeds fit, at steps 1,700 and 2,500 (seed 2 stayed at 0, token accuracy
 .20 at 8 digits), and both score 0 exact match at every length beyond 8 (token accuracy
 .20 / .58 at 10 digits, .14 / .16 at 20): against RoPE, the recipe's .51 and .25 at 10 digits
-are its lead. The other 9 comparison runs (FIRE, KerpleLog and NoPE with contiguous positions)
-are not yet run (FIRE's stopped at step 400 and resumes from its checkpoint on the machine that
-wrote it; up to 2 h per packed training of 3 seeds at 1 worker on a day like this one).
+are its lead.
+FIRE with contiguous positions (2026-12-03, the code of commit a7c9155, which resumed the
+training from step 400; same preset, 1 worker): 3 of 3 seeds fit, at steps 1,400, 1,800 and
+1,400, and they extrapolate no worse than FIRE + randomized (exact match / token accuracy):
+
+    seed    8            10           12           14           16           20
+    0       .97 / 1.00   .71 / .97    .37 / .93    .12 / .87    .03 / .83    .00 / .80
+    1       .95 / .99    .49 / .94    .16 / .86    .05 / .80    .01 / .74    .00 / .69
+    2       .97 / 1.00   .29 / .90    .06 / .82    .01 / .77    .00 / .73    .00 / .69
+
+Its best seed (.71 at 10 digits, .37 at 12) leads the recipe's (.51, .23), and it fits in about
+a quarter of the steps (1,400-1,800 against 5,000-6,700): at this scale randomized positions buy FIRE no length generalization,
+where the paper adds them to its recipe for theirs (Section 4.1). KerpleLog and
+NoPE with contiguous positions are not yet run (up to 2 h per packed training of 3 seeds at 1
+worker on a day like this one).
 The paper scale: 6 layers at d_model 512, 50,000 steps of 600 sums of up to 40 digits; its
 cost is printed before it trains.
 """
