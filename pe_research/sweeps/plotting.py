@@ -235,7 +235,7 @@ Series = tuple[str, list[int], list[float], bool]
 """(label, lengths, values, is_paper): one line of a reproduction's headline figure."""
 
 
-def headline_figure(panels: dict[str, list[Series]]) -> Figure:
+def headline_figure(panels: dict[str, list[Series]], xlabel: str = "evaluation length") -> Figure:
     """A paper's figure on our axes: one panel per title, each series a line, the paper's
     dashed with open markers and ours solid, one colour per label across the two, and one
     legend for all panels below them."""
@@ -260,7 +260,7 @@ def headline_figure(panels: dict[str, list[Series]]) -> Figure:
                 markerfacecolor="none" if is_paper else colors[label], label=name,
             )  # fmt: skip
         ax.set_title(title, fontsize=9)
-        ax.set_xlabel("evaluation length")
+        ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylim(-0.03, 1.03)
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7,

@@ -132,7 +132,8 @@ def section(
         if panels:
             path = figures / f"{name}-{scale}.png"
             path.parent.mkdir(parents=True, exist_ok=True)
-            fig = plotting.headline_figure(panels)
+            xlabel = getattr(module, "HEADLINE_XLABEL", "evaluation length")
+            fig = plotting.headline_figure(panels, xlabel)
             fig.savefig(path, dpi=90)
             written.append(path)
             lines += [f"![{name}, paper (dashed) vs here (solid)]({figures.name}/{path.name})", ""]
