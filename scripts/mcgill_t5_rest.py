@@ -4,9 +4,13 @@ head, as the paper's decoder), the rerun the cpu scale waits for before it adopt
     pe-research sweep scripts/mcgill_t5_rest.py --workers 2      # -> runs/mcgill_t5_rest/
 
 Every other number is the cpu scale's. count_copy runs first (where T5 is furthest from the
-paper), then copy, then reverse; a sweep stopped part way resumes where it stopped. Once all 63
-runs have finished, the cpu scale takes T5_REST and its runs are these (same configurations, so
-the same run directories: move them into runs/mcgill, or pass this folder to the report).
+paper), then copy, then reverse; a sweep stopped part way resumes where it stopped.
+
+Result (2026-12-04, commit 79f1e16, count_copy only, then stopped): the paper's T5 fit 3 of 3
+seeds (at 1,633 +- 115 steps), NoPE and ALiBi 0 of 3 each by the 2,000-step cap, their fit
+checks swinging by up to .5 between checks (NoPE seed 1: .98 at step 1,800, .52 at 1,900): at
+the cpu recipe's lr 3e-3 and cap, dropout keeps the runs from fitting, so the cpu scale does not
+take it (experiments/mcgill.py, "The tied head and dropout"). The rest was not run.
 """
 
 import dataclasses
