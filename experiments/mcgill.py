@@ -230,6 +230,23 @@ the 2,000-step cap (exact match at 20 of .46-.91 and .86-.95; beyond it .53 +- .
 without dropout (scripts/mcgill_tied_head.py reruns the 63 configs that way); until those runs
 have finished it keeps its own head.
 
+The tied head on all of count_copy (2026-12-04, commit 79f1e16; NoPE and the paper's T5 are the
+runs above; 2 workers, 5-11 min a training, fp32 peak 100-170 GFLOP/s): 21 of 21 fit. Exact
+match over 21-40, mean +- std over seeds, beside the cpu scale's own head and the paper:
+
+    encoding               tied head      own head       paper
+    nope                   .995 +- .008   .929 +- .056   .99
+    t5, the paper's        .006 +- .010   .033 +- .045   .77
+    alibi                  .213 +- .025   .190 +- .045   .29
+    rope 25%, the paper's  .950 +- .032   .464 +- .171   .00
+    sinusoidal             .005 +- .003   .000 +- .000   .00
+    t5, ours               .000 +- .000   .000 +- .000
+    rope, whole head       .000 +- .000   .001 +- .002
+
+The tied head brings NoPE, ALiBi and sinusoidal to within .08 of the paper, and takes Rotary 25%
+further from it (.46 -> .95 against .00): with T5, the two cells the paper's released runs
+contradict here, and neither is moved towards it by the head.
+
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
 each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), about 2 h on
 our block on days of 360-390 (copy and count_copy 1 h 1 min beside other sweeps, reverse 49 min),
