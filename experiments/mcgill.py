@@ -246,6 +246,20 @@ match over 21-40, mean +- std over seeds, beside the cpu scale's own head and th
 The tied head brings NoPE, ALiBi and sinusoidal to within .08 of the paper, and takes Rotary 25%
 further from it (.46 -> .95 against .00): with T5, the two cells the paper's released runs
 contradict here, and neither is moved towards it by the head.
+And on copy (same day and commit, 2 workers, 7-12 min a training): 12 of 21 fit.
+
+    encoding               tied head            own head             paper
+    nope                   .060 +- .012 (0/3)   .137 +- .017 (0/3)   .31
+    t5, the paper's        .502 +- .058 (3/3)   .360 +- .201 (3/3)   .42
+    alibi                  .916 +- .003 (3/3)   .647 +- .236 (1/3)   .33
+    rope 25%, the paper's  .896 +- .048 (3/3)   .301 +- .080 (0/3)   .01
+    sinusoidal             .015 +- .007 (0/3)   .016 +- .010 (3/3)   .03
+    t5, ours               .305 +- .131 (3/3)   .158 +- .212 (2/3)
+    rope, whole head       .055 +- .013 (1/3)   .042 +- .020 (2/3)
+
+The paper's T5 comes to within .08 of its number, and the order moves further from the paper's
+(ALiBi and Rotary 25% lead with .9, where the paper has .33 and .01). Reverse was not rerun this
+session (its 21 runs resume with `pe-research sweep scripts/mcgill_tied_head.py --workers 2`).
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
 each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), about 2 h on
