@@ -402,8 +402,9 @@ the training length."""
 
 
 def headline(rows: list[dict]) -> dict[str, list[tuple[str, list[float], list[float], bool]]]:
-    """Exact match by length (in multiples of the training length) of each variant's best seed,
-    the paper's aggregate (its best of 10 trials), and the paper's headline point."""
+    """Exact match by length (in multiples of the training length) of each variant's best seed
+    (the highest exact match summed over the lengths), as the paper reports the best of its 10
+    trials, and the paper's headline point."""
     by: dict[tuple[str, int], dict[float, float]] = defaultdict(dict)
     for r in rows:
         if r.get("failed_step") is None:
