@@ -231,8 +231,10 @@ without dropout (scripts/mcgill_tied_head.py reruns the 63 configs that way); un
 have finished it keeps its own head.
 
 The tied head on all of count_copy (2026-12-04, commit 79f1e16; NoPE and the paper's T5 are the
-runs above; 2 workers, 5-11 min a training, fp32 peak 100-170 GFLOP/s): 21 of 21 fit. Exact
-match over 21-40, mean +- std over seeds, beside the cpu scale's own head and the paper:
+tied-head runs above; 2 workers, 5-11 min a training, fp32 peak 100-170 GFLOP/s): 21 of 21 fit,
+as did the own-head runs. Exact match over 21-40, mean +- std over seeds, beside the cpu scale's
+own head (the main table above, commit 47d58e2; the rerun of NoPE and T5 above differs in the
+last digits) and the paper:
 
     encoding               tied head      own head       paper
     nope                   .995 +- .008   .929 +- .056   .99
@@ -246,7 +248,8 @@ match over 21-40, mean +- std over seeds, beside the cpu scale's own head and th
 The tied head brings NoPE, ALiBi and sinusoidal to within .08 of the paper, and takes Rotary 25%
 further from it (.46 -> .95 against .00): with T5, the two cells the paper's released runs
 contradict here, and neither is moved towards it by the head.
-And on copy (same day and commit, 2 workers, 7-12 min a training): 12 of 21 fit.
+And on copy (same day and commit, 2 workers, 7-12 min a training): 12 of 21 fit (own head: the
+main table above; fit / seeds in brackets).
 
     encoding               tied head            own head             paper
     nope                   .060 +- .012 (0/3)   .137 +- .017 (0/3)   .31

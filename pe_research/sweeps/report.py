@@ -7,7 +7,8 @@ code and on which machine the runs were made.
 
 Every number comes from the run directories under RUNS_ROOT (the sweep folders
 `RUNS_ROOT/<experiment>` and `RUNS_ROOT/<experiment>-<scale>`, as `pe-research sweep` names
-them) through the experiment's own `paper_vs_here` and `headline`; the paper's numbers are the
+them) through the experiment's own `paper_vs_here` and `headline` (its x axis is the evaluation
+length unless the experiment names another in `HEADLINE_XLABEL`); the paper's numbers are the
 experiment's cited data. Nothing is typed into the page. A sweep the page showed before whose
 runs are gone from RUNS_ROOT keeps its section, marked as kept, with its own provenance.
 """
