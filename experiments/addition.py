@@ -165,8 +165,8 @@ What this shows, and what it does not:
   steps. Cho et al.'s block under the fit recipe learned neither coupled variant (headline
   exact match .39-.60 at 8 by 10,000 steps); lr 1e-3 with the paper's betas is what trains it
   (scripts/addition_recipes.py).
-The paper scale: 4.4e18 matmul FLOPs, about 12 h on one H200 at an assumed 10% of its dense
-BF16 peak (the sweep prints it).
+The paper scale: 4.4e18 matmul FLOPs, at least 7.5 h on one H200 at the rate a 12-layer
+d_model 768 model reached there in bf16 (163 TFLOP/s, benchmarks/; the sweep prints it).
 
 Earlier protocol (before issue 23: operands reversed too, no END, 2 layers d_model 64, 2,000
 steps; no random offset for RoPE, ALiBi and FIRE with coupling, so their training only ever saw

@@ -30,8 +30,8 @@ not yet run. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to
 (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the
 main job's step reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900
 steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over
-several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints about 0.9 h on
-one H200 at an assumed 10% of its bf16 peak).
+several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h
+on one H200, from the rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,

@@ -118,9 +118,10 @@ two sessions on 2026-12-01, with other jobs sharing the 2-core machine both time
 step at a measured fp32 matmul peak of 17.7 GFLOP/s (115 h at the step caps on one process),
 0.8-1.1 s at 44.4 GFLOP/s (35 h). Scaled to a quiet day's peak of about 125 GFLOP/s: 12-16 h;
 randomized runs fit late or not at all under earlier protocols, so most will reach the cap. The
-paper scale: 1.8e18 matmul FLOPs, about 5 h on one H200 at an assumed 10% of its dense BF16
-peak, but its 20 trainings of 2,000,000 steps of a d_model 64 model are bound by the time per
-step, not by FLOPs: at 1 ms a step, 11 h.
+paper scale: 1.8e18 matmul FLOPs, but its 20 trainings of 2,000,000 steps of a d_model 64 model
+are bound by the time per step, not by FLOPs: at the 0.91 ms a step of the main job's model
+took on an H200 (benchmarks/), at least 10 h (the sweep prints it); the peer's model took 2.1
+ms a step there on its 8-bucket curriculum, which would make it 23 h.
 
 Earlier protocols (before issue 23: 16 symbols instead of the binary alphabet, no
 Transformer-XL, a 4-layer d_model 64 encoder with 4 heads, evaluation at 24, 32, 48, 64; code

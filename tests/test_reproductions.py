@@ -280,6 +280,22 @@ def test_paper_scale_builds_checks_and_trains_at_tiny_width(name, capsys):
     train_a_few_steps(configs[:1], batch_size=configs[0].train.length_buckets * 2)
 
 
+def test_accelerator_hours_are_bound_by_flops_or_by_steps_whichever_is_slower():
+    """The cost's hours come from the bench's two measured H200 rates: a large model's FLOP rate
+    and a small model's time per step; the slower of the two sets the bound."""
+    flop_bound = cost.Estimate(runs=1, trainings=1, train_flops=3.6e18, check_flops=0,
+                               eval_flops=0, max_steps=10, total_steps=10)  # fmt: skip
+    assert flop_bound.accelerator_hours() == pytest.approx(3.6e18 / cost.H200_LARGE_MODEL_RATE
+                                                           / 3600)  # fmt: skip
+    step_bound = dataclasses.replace(flop_bound, train_flops=1e9, total_steps=3_600_000)
+    assert step_bound.accelerator_hours() == pytest.approx(3_600_000 * cost.H200_STEP_FLOOR_S
+                                                           / 3600)  # fmt: skip
+    # The paper-scale mcgill sweep on one task: 15 trainings x 40,000 steps of a 12-layer model.
+    paper = cost.estimate(load("mcgill").runs("paper"))
+    assert paper.accelerator_hours() > paper.total_steps * cost.H200_STEP_FLOOR_S / 3600
+    assert "at least" in paper.text() and "benchmarks/" in paper.text()
+
+
 # -- addition: the coupled offset ---------------------------------------------------------------
 
 
@@ -572,7 +588,7 @@ def test_the_report_leaves_out_runs_of_configurations_the_experiment_no_longer_d
     root, docs = tmp_path / "runs", tmp_path / "docs"
     sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
     page = report.write(root, docs, folder=folder)[0].read_text()
-    assert "- Runs: 4 (" in page and "Left out" not in page
+    assert "- Runs: 4 (" in page and "Left out" not in page and "Partial" not in page
     # The protocol changes: rope's runs now train one step longer, under new directories.
     changed = textwrap.dedent(TINY_REPRODUCTION).replace(
         "train=TrainConfig(steps=4,", "train=TrainConfig(steps=4 + (e == 'rope'),"
@@ -580,9 +596,13 @@ def test_the_report_leaves_out_runs_of_configurations_the_experiment_no_longer_d
     (folder / "tiny.py").write_text(changed)
     page = report.write(root, docs, folder=folder)[0].read_text()
     assert "- Runs: 2 (" in page and "- Left out: 2 finished runs in" in page
+    # Until rope's runs are made again, the section says it holds half of the scale's runs.
+    assert "- Partial: 2 of the 4 runs `experiments/tiny.py` defines" in page
+    assert re.search(r"\| copy\s*\| rope\s*\| 0.50\s*\| not run\s*\| 0/0", page)
     sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
     page = report.write(root, docs, folder=folder)[0].read_text()
     assert "- Runs: 4 (" in page and "- Left out: 2 finished runs in" in page
+    assert "Partial" not in page
 
 
 def test_the_report_with_only_rewrites_those_sections_and_leaves_the_others(tmp_path):

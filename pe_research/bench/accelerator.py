@@ -129,6 +129,7 @@ def run_suite(
         below = [r["models"] for r in rows if r["vs_k_times_one"] < 0.8]
         if len(ks) > 1:
             report.setdefault("saturates_at", {})[name] = below[0] if below else None
+            bench.write(out, report)  # a suite stopped in the next workload keeps it
     return bench.write(out, report)
 
 

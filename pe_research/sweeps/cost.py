@@ -1,11 +1,14 @@
 """What a sweep will cost before it runs: matmul FLOPs from the models and step counts, and the
-hours they would take on one accelerator under a stated assumption.
+hours they would take on one H200, from the accelerator bench's measurements there.
 
-There is no measured accelerator bench of these workloads yet, so the hours use the chip's
-published peak and an assumed fraction of it (`ASSUMED_UTILIZATION`), both named in the text the
-sweep prints. Small models (d_model <= 256) are bound by dispatch and memory traffic rather than
-matmuls and will reach less: read their hours as a lower bound. FLOPs count training to the step
-cap (a run trained until fit may stop earlier), the fit checks, and the final evaluation.
+The hours are a lower bound, the larger of two measured rates (benchmarks/2026-12-04-h200-*):
+FLOPs at the rate the paper-scale model reached (12 layers, d_model 768, bf16: 163 TFLOP/s, 16%
+of the published BF16 peak), and steps at the time one step of the main job's 4-layer d_model 64
+model took (0.91 ms: small models are bound by dispatch, not matmuls). Models between the two
+reach less than either: mcgill's gpu scale (6 layers, d_model 256, fp32, 3 seeds packed) trained
+5,000 steps in 155-190 s per training with four sweeps' processes sharing the chip, 5x this
+bound. FLOPs count training to the step cap (a run trained until fit may stop earlier), the fit
+checks, and the final evaluation.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from pe_research import train
 from pe_research.config import RunConfig
 from pe_research.training import flops
 
-H200_BF16_PEAK = 989e12
-"""FLOP/s: NVIDIA's published dense BF16 Tensor Core peak of the H200 SXM (1,979 TFLOP/s is the
-figure with structured sparsity, which these models do not use)."""
-ASSUMED_UTILIZATION = 0.10
-"""An assumption, not a measurement: the fraction of that peak the training step reaches."""
+H200_LARGE_MODEL_RATE = 163e12
+"""FLOP/s the paper-scale workload of `pe-research bench accelerator` reached on an H200 (bf16,
+batch 64 of copy 1..40: 10.1 ms per step; benchmarks/2026-12-04-h200-645fffc-2.json)."""
+H200_STEP_FLOOR_S = 0.91e-3
+"""Seconds per step of the main job's model (4 layers, d_model 64, batch 64, fp32) on an H200, the
+fastest step measured there (benchmarks/2026-12-04-h200-645fffc.json, main-packed K=1)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,10 +45,11 @@ class Estimate:
     def total_flops(self) -> float:
         return self.train_flops + self.check_flops + self.eval_flops
 
-    def accelerator_hours(
-        self, peak: float = H200_BF16_PEAK, utilization: float = ASSUMED_UTILIZATION
-    ) -> float:
-        return self.total_flops / (peak * utilization) / 3600
+    def accelerator_hours(self) -> float:
+        """A lower bound on one H200: the larger of the FLOPs at the large model's measured rate
+        and the steps at the smallest model's measured step time."""
+        return max(self.total_flops / H200_LARGE_MODEL_RATE,
+                   self.total_steps * H200_STEP_FLOOR_S) / 3600  # fmt: skip
 
     def text(self) -> str:
         return (
@@ -52,11 +57,11 @@ class Estimate:
             f"most {self.max_steps:,} steps each ({self.total_steps:,} in all): "
             f"{self.total_flops:.3g} matmul FLOPs "
             f"({self.train_flops:.3g} training to the step cap, {self.check_flops:.3g} fit "
-            f"checks, {self.eval_flops:.3g} evaluation). On one H200: about "
-            f"{self.accelerator_hours():.3g} h, assuming {ASSUMED_UTILIZATION:.0%} of its "
-            f"published dense BF16 peak of {H200_BF16_PEAK / 1e12:.0f} TFLOP/s (an assumption: "
-            "no accelerator bench of these models exists yet; small models reach less, so read "
-            "it as a lower bound)."
+            f"checks, {self.eval_flops:.3g} evaluation). On one H200: at least "
+            f"{self.accelerator_hours():.3g} h, the larger of these FLOPs at "
+            f"{H200_LARGE_MODEL_RATE / 1e12:.0f} TFLOP/s (a 12-layer d_model 768 model in bf16) "
+            f"and these steps at {H200_STEP_FLOOR_S * 1e3:.2f} ms (a 4-layer d_model 64 model), "
+            "both measured there (benchmarks/); mid-size models take longer (sweeps/cost.py)."
         )
 
 
