@@ -264,12 +264,30 @@ The paper's T5 comes to within .08 of its number, and the order moves further fr
 (ALiBi and Rotary 25% lead with .9, where the paper has .33 and .01). Reverse was not rerun this
 session (its 21 runs resume with `pe-research sweep scripts/mcgill_tied_head.py --workers 2`).
 
+The gpu scale on one H200 (2026-12-04, commit 645fffc, jax 0.11.2; runs/mcgill-gpu, the section
+of docs/reproductions.md): count_copy only, 12 of its 21 runs (the device time ended before
+sinusoidal and our T5 and RoPE finished). 6 layers, d_model 256, T5's dropout and tied head,
+5,000 steps of 128 at lr 5e-4; exact match at 21-40, mean +- std over 3 seeds (fit at 20):
+
+    encoding               gpu scale            paper
+    nope                   .611 +- .491 (2/3)   .99   (fit seeds .97, .82; the unfit one .05)
+    t5, the paper's        .050 +- .000 (3/3)   .77
+    alibi                  .266 +- .018 (1/3)   .29   (exact match at 20 of .94, .94, .99)
+    rope 25%, the paper's  .000 +- .000 (3/3)   .00
+
+At this scale, with the rest of T5's decoder, ALiBi's curve lies on the paper's (.27 vs .29, the
+same fall from 25 to 28) and Rotary 25% falls to the paper's 0 where the cpu scale's tied head
+gave it .95: the cpu scale's Rotary 25% lead is a property of its small model and recipe, not of
+the encoding. The paper's T5 stays the contradicted cell (.05 vs .77). Each training took
+155-190 s of steps with four sweeps' processes sharing the chip, plus about 80 s of compiling
+and evaluation.
+
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
 each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), about 2 h on
 our block on days of 360-390 (copy and count_copy 1 h 1 min beside other sweeps, reverse 49 min),
 slower on the machine's slow days (copy alone took 1 h 3 min at 121 GFLOP/s). The paper scale:
-2.2e18 matmul FLOPs, about 6 h on one H200 at an assumed 10% of its dense BF16 peak (the sweep
-prints it).
+2.2e18 matmul FLOPs, at least 3.7 h on one H200 at the rate a 12-layer d_model 768 model reached
+there in bf16 (163 TFLOP/s, benchmarks/; the sweep prints it).
 
 Earlier protocol (before issue 23: no end token on copy and reverse, 16 symbols, evaluation at
 24, 28, ..., 40, T5 with a table per layer on scaled logits compared as the paper's T5, full

@@ -253,6 +253,13 @@ def test_published_table_sets_the_paper_beside_fit_runs_and_judges_the_order():
     verdict = text.splitlines()[-1]
     assert "paper nope > t5 > alibi; here nope > alibi > t5" in verdict
     assert "differs (alibi vs t5)" in verdict and "not fit here: rope" in verdict
+    assert "not run here" not in verdict
+    # A pair the sweep has not run yet is named as such, not as unfit.
+    partial = [r for r in rows if r["encoding"] != "rope"]
+    last = summary.published_table(
+        partial, paper, metric="exact_match", lengths=(24, 28), source="K23"
+    ).splitlines()[-1]
+    assert "not run here: rope" in last and "not fit here" not in last
     agreeing = [r for r in rows if r["encoding"] != "t5"]
     assert "order agrees" in summary.published_table(
         agreeing, paper, metric="exact_match", lengths=(24, 28), source="K23"

@@ -121,6 +121,12 @@ def section(
     protocol = module.PROTOCOL
     lines = [f"## {protocol.paper}", "", f"`experiments/{name}.py`, `{scale}` scale, runs in "
              f"`{folder}`.", "", *provenance_lines(dirs, rows)]  # fmt: skip
+    if len(dirs) < (defined := len(module.runs(scale))):
+        lines.append(
+            f"- Partial: {len(dirs)} of the {defined} runs `experiments/{name}.py` defines at this "
+            f"scale have finished; the others are not in these tables (`pe-research sweep {name}"
+            f"{'' if scale == 'cpu' else f' --scale {scale}'}` runs them)."
+        )
     if others:
         lines.append(
             f"- Left out: {others} finished run{'s' * (others != 1)} in `{folder}` of "

@@ -419,10 +419,14 @@ def published_table(
             and (shared[a] > shared[b]) != (here_fit[a] > here_fit[b])
         ]
         agree = "agrees" if not discordant else "differs (" + ", ".join(discordant) + ")"
-        missing = sorted(set(paper) - set(here_fit))
+        not_run = sorted(e for e in paper if not means.get((task, e)))
+        unfit = sorted(set(paper) - set(here_fit) - set(not_run))
         verdicts.append(
             f"- {task}: paper {_order_text(shared, tie)}; here {_order_text(here_fit, tie)}: "
-            f"order {agree}" + (f"; not fit here: {', '.join(missing)}" if missing else "") + "."
+            f"order {agree}"
+            + (f"; not fit here: {', '.join(unfit)}" if unfit else "")
+            + (f"; not run here: {', '.join(not_run)}" if not_run else "")
+            + "."
         )
     header = ["task", "encoding", "paper", "here, all seeds", "fit", "here, fit seeds"]
     intro = (
