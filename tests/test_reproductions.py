@@ -290,7 +290,7 @@ def test_accelerator_hours_are_bound_by_flops_or_by_steps_whichever_is_slower():
     step_bound = dataclasses.replace(flop_bound, train_flops=1e9, total_steps=3_600_000)
     assert step_bound.accelerator_hours() == pytest.approx(3_600_000 * cost.H200_STEP_FLOOR_S
                                                            / 3600)  # fmt: skip
-    # The paper-scale mcgill sweep on one task: 15 trainings x 40,000 steps of a 12-layer model.
+    # The paper-scale mcgill sweep (21 trainings of 40,000 steps of a 12-layer model): FLOP-bound.
     paper = cost.estimate(load("mcgill").runs("paper"))
     assert paper.accelerator_hours() > paper.total_steps * cost.H200_STEP_FLOOR_S / 3600
     assert "at least" in paper.text() and "benchmarks/" in paper.text()

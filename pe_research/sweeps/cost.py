@@ -5,10 +5,10 @@ The hours are a lower bound, the larger of two measured rates (benchmarks/2026-1
 FLOPs at the rate the paper-scale model reached (12 layers, d_model 768, bf16: 163 TFLOP/s, 16%
 of the published BF16 peak), and steps at the time one step of the main job's 4-layer d_model 64
 model took (0.91 ms: small models are bound by dispatch, not matmuls). Models between the two
-reach less than either: mcgill's gpu scale (6 layers, d_model 256, fp32, 3 seeds packed) trained
-5,000 steps in 155-190 s per training with four sweeps' processes sharing the chip, 5x this
-bound. FLOPs count training to the step cap (a run trained until fit may stop earlier), the fit
-checks, and the final evaluation.
+reach less than either: on mcgill's gpu scale (6 layers, d_model 256, fp32, 3 seeds packed), 4
+of count_copy's 7 trainings took 266 s of wall time side by side (4 processes sharing the chip),
+where this bound gives all 7 of them 99 s. FLOPs count training to the step cap (a run trained
+until fit may stop earlier), the fit checks, and the final evaluation.
 """
 
 from __future__ import annotations
