@@ -235,6 +235,7 @@ def bench(
     encodings: tuple[str, ...] = (),
     out: Path = Path("runs/bench"),
     tiny: bool = False,
+    only: tuple[str, ...] = (),
 ) -> None:
     """Speed of named workloads: compile time, step time, tokens/s, FLOPs, fraction of this
     machine's fp32 matmul peak (measured in the same run), evaluation compiles over 8 lengths,
@@ -246,14 +247,20 @@ def bench(
     steps, then evaluation at every length 1..100). --encodings overrides the workload's
     encodings. `accelerator` runs the accelerator suite (pe_research/bench/accelerator.py:
     model-steps/s and fraction of the chip's bf16 and fp32 peak for packed main-job models, the
-    peer's curriculum and a paper-scale model) into OUT/accelerator.json; --tiny shrinks it.
+    peer's curriculum and a paper-scale model) into OUT/accelerator.json; --tiny shrinks it,
+    and --only main-packed paper-scale:float32 runs those of its workloads (NAME or NAME:DTYPE).
     """
     from pe_research import bench as bench_lib
     from pe_research.bench import accelerator
 
     # No persistent compilation cache here: compile times are measured cold.
+    if only and "accelerator" not in workloads:
+        raise ValueError(
+            f"--only {' '.join(only)} picks workloads of the accelerator suite; add `accelerator` "
+            "to the workloads (pe-research bench accelerator --only ...)."
+        )
     if "accelerator" in workloads:
-        accelerator.run_suite(out, tiny=tiny, steps=steps, repeats=repeats)
+        accelerator.run_suite(out, tiny=tiny, only=only, steps=steps, repeats=repeats)
         workloads = tuple(w for w in workloads if w != "accelerator")
     if workloads:
         bench_lib.run(

@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from pe_research import bench, encodings, tasks
 from pe_research.bench import accelerator
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
@@ -100,3 +102,21 @@ def test_accelerator_suite_writes_one_json_at_tiny_sizes(tmp_path):
     one, two = (r for r in data["rows"] if r["workload"] == "main-packed")
     assert one["vs_k_times_one"] == 1.0 and two["vs_k_times_one"] > 0
     assert "main-packed" in data["saturates_at"]
+
+
+def test_accelerator_suite_runs_only_the_workloads_and_dtypes_named(tmp_path):
+    path = accelerator.run_suite(
+        tmp_path, tiny=True, only=("paper-scale:float32", "peer"), steps=1, repeats=1,
+        log=lambda _: None,
+    )  # fmt: skip
+    data = json.loads(path.read_text())
+    seen = [(r["workload"], r["dtype"], r["models"]) for r in data["rows"]]
+    assert seen == [("peer", "float32", 1), ("peer", "bfloat16", 1), ("paper-scale", "float32", 1)]
+    assert data["only"] == ["paper-scale:float32", "peer"] and "saturates_at" not in data
+
+
+@pytest.mark.parametrize("entry", ["papers", "peer:float16", ":float32"])
+def test_accelerator_suite_names_its_workloads_when_one_is_unknown(tmp_path, entry):
+    with pytest.raises(ValueError, match=r"--only .*main-packed \(float32\), peer"):
+        accelerator.run_suite(tmp_path, tiny=True, only=(entry,), log=lambda _: None)
+    assert not (tmp_path / "accelerator.json").exists()  # checked before anything is measured

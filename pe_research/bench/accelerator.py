@@ -2,6 +2,7 @@
 
     pe-research bench accelerator [--out runs/bench]      # OUT/accelerator.json
     pe-research bench accelerator --tiny                  # 1-layer models, for a CPU test
+    pe-research bench accelerator --only paper-scale:float32 peer   # a subset of the suite
 
 For each workload, model-steps/s (packed models x steps/s), real (non-padding) tokens/s and the
 fraction of the chip's matmul peak in the workload's dtype and in fp32, both peaks measured in
@@ -15,8 +16,10 @@ the same process (a large square matmul, `bench.measure_matmul_peak`):
     paper-scale   McGill's model size (Kazemnejad et al., 2023: 12 layers, d_model 768, 12
                   heads, MLP 3072), batch 64, copy of 1..40 symbols, bf16 and fp32
 
-A workload that runs out of memory is recorded with its error and the suite goes on. FLOPs are
-training.flops.train_step_flops (matmuls only, padding included).
+--only names workloads (`peer`) or one dtype of one (`paper-scale:float32`): the full suite
+compiles for about 5 minutes on an H200, more than a short device lease spares for a rerun of
+what a cut run missed. A workload that runs out of memory is recorded with its error and the
+suite goes on. FLOPs are training.flops.train_step_flops (matmuls only, padding included).
 """
 
 from __future__ import annotations
@@ -72,6 +75,31 @@ def workloads(tiny: bool = False) -> list[tuple[str, RunConfig, tuple[int, ...],
     return suite
 
 
+def select(
+    suite: list[tuple[str, RunConfig, tuple[int, ...], tuple[str, ...]]], only: tuple[str, ...]
+) -> list[tuple[str, RunConfig, tuple[int, ...], tuple[str, ...]]]:
+    """The suite cut to `only` (entries NAME or NAME:DTYPE, in the suite's order); all of it if
+    `only` is empty. An entry that names no workload or dtype of the suite is an error."""
+    if not only:
+        return suite
+    dtypes_of = {name: dtypes for name, _, _, dtypes in suite}
+    wanted: dict[str, set[str]] = {}
+    for entry in only:
+        name, _, dtype = entry.partition(":")
+        if name not in dtypes_of or (dtype and dtype not in dtypes_of[name]):
+            choices = ", ".join(f"{n} ({'/'.join(d)})" for n, d in dtypes_of.items())
+            raise ValueError(
+                f"--only {entry!r} is not in the accelerator suite; choose NAME or NAME:DTYPE "
+                f"from: {choices}"
+            )
+        wanted.setdefault(name, set()).update([dtype] if dtype else dtypes_of[name])
+    return [
+        (name, cfg, ks, tuple(d for d in dtypes if d in wanted[name]))
+        for name, cfg, ks, dtypes in suite
+        if name in wanted
+    ]
+
+
 def _commit() -> str | None:
     try:
         out = subprocess.run(
@@ -86,12 +114,15 @@ def run_suite(
     out: Path = Path("runs/bench"),
     *,
     tiny: bool = False,
+    only: tuple[str, ...] = (),
     steps: int = 10,
     repeats: int = 5,
     log: Callable[[str], None] = print,
 ) -> Path:
-    """Measure every workload of the suite; write and return OUT/accelerator.json (rewritten
-    after each measurement, so a run cut short keeps what it measured)."""
+    """Measure every workload of the suite (or those `only` names: `select`); write and return
+    OUT/accelerator.json (rewritten after each measurement, so a run cut short keeps what it
+    measured)."""
+    suite = select(workloads(tiny), only)  # before the peaks: a bad name fails at once
     peak_n = 256 if tiny else 8192 if jax.default_backend() != "cpu" else 2048
     peaks = {d: bench.measure_matmul_peak(peak_n, dtype=d) for d in ("float32", "bfloat16")}
     report: dict[str, Any] = {
@@ -102,13 +133,14 @@ def run_suite(
         "commit": _commit(),
         "versions": runs.versions(),
         "tiny": tiny,
+        "only": list(only),
         "matmul_peak_tflop_per_s": {d: round(p / 1e12, 3) for d, p in peaks.items()},
         "rows": [],
     }
     log(f"accelerator suite on {report['device']}: matmul peak (TFLOP/s) "
         f"{report['matmul_peak_tflop_per_s']}")  # fmt: skip
     bench.write(out, report)
-    for name, cfg, ks, dtypes in workloads(tiny):
+    for name, cfg, ks, dtypes in suite:
         for dtype in dtypes:
             run_cfg = dataclasses.replace(
                 cfg, model=dataclasses.replace(cfg.model, compute_dtype=dtype)
