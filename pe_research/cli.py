@@ -283,6 +283,7 @@ def report(
     root: tyro.conf.Positional[Path] = Path("runs"),
     out: Path = Path("docs"),
     only: tuple[str, ...] = (),
+    keep_records: bool = False,
 ) -> None:
     """Write the reproduction report OUT/reproductions.md (and its figures in
     OUT/reproductions/): for each experiment that reproduces a paper and has finished runs under
@@ -293,10 +294,13 @@ def report(
     configurations an experiment defines now are read; others in its folder (an earlier
     protocol's) are counted and left out. --only mcgill addition reports those experiments and
     leaves the page's other sections as they were (e.g. while another sweep is still running).
+    --keep-records copies the records of the runs read (config, metrics, evaluation, DONE; no
+    checkpoints) to OUT/reproductions/runs/, to commit with the page: `pe-research report
+    docs/reproductions/runs --out docs` writes the page again from them on any machine.
     """
     from pe_research.sweeps import report as report_lib
 
-    written = report_lib.write(root, out, only=only)
+    written = report_lib.write(root, out, only=only, keep_records=keep_records)
     print("Wrote " + ", ".join(str(p) for p in written))
 
 

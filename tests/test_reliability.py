@@ -290,3 +290,49 @@ def test_atomic_writes_take_the_mode_the_umask_gives(tmp_path, umask):
         path = tmp_path / f"file-{mask:o}.json"
         runs.write_atomic(path, "{}")
         assert stat.S_IMODE(path.stat().st_mode) == mode, (oct(mask), oct(path.stat().st_mode))
+
+
+# -- a run's record, kept apart from its checkpoints ----------------------------------------------
+
+
+def test_a_runs_record_copies_without_checkpoints_and_keeps_its_finish_time(tmp_path):
+    src, dst = tmp_path / "runs", tmp_path / "kept"
+    done = fake_run(src / "copy" / "nope" / "seed0", TINY, 0.5)
+    (done / runs.CHECKPOINTS / "100").mkdir(parents=True)
+    runs.write_jsonl(done / runs.METRICS, [{"step": 3, "loss": 1.0}])
+    failed = failed_run(src / "copy" / "nope" / "seed1", TINY, step=2)
+    written_at = runs.finished_at(done)
+    os.utime(done / runs.DONE, (0, 0))  # what a checkout does to an mtime
+    assert runs.finished_at(done) == written_at  # DONE holds the time itself
+
+    copies = runs.copy_records([done, failed], src, dst)
+    assert copies == [dst / "copy" / "nope" / "seed0", dst / "copy" / "nope" / "seed1"]
+    assert {p.name for p in copies[0].iterdir()} == {
+        runs.CONFIG, runs.METRICS, runs.EVAL, runs.DONE
+    }  # fmt: skip
+    assert runs.read_jsonl(copies[0] / runs.EVAL) == runs.read_jsonl(done / runs.EVAL)
+    assert runs.failure(copies[1]) == runs.failure(failed)
+    assert runs.finished_runs(dst) == copies
+    os.utime(copies[0] / runs.DONE, (0, 0))
+    assert runs.finished_at(copies[0]) == written_at
+    assert runs.copy_records(copies, dst, dst) == copies  # onto itself: nothing to do
+
+
+def test_a_done_file_written_empty_dates_its_run_by_its_mtime(tmp_path):
+    run = fake_run(tmp_path / "run", TINY, 0.5)
+    (run / runs.DONE).write_text("")  # as runs made before DONE held a time
+    os.utime(run / runs.DONE, (86400, 86400))
+    assert runs.finished_at(run).isoformat() == "1970-01-02T00:00:00+00:00"
+    assert runs.finished_at(tmp_path) is None
+    copy = runs.copy_records([run], tmp_path, tmp_path / "kept")[0]
+    assert (copy / runs.DONE).read_text() == "1970-01-02T00:00:00+00:00\n"
+
+
+def test_copying_a_record_refuses_unfinished_runs_and_runs_outside_the_folder(tmp_path):
+    runs.prepare(tmp_path / "a" / "run", TINY)  # config.json, no DONE
+    with pytest.raises(ValueError, match="not finished"):
+        runs.copy_records([tmp_path / "a" / "run"], tmp_path / "a", tmp_path / "kept")
+    done = fake_run(tmp_path / "b" / "run", TINY, 0.5)
+    with pytest.raises(ValueError, match="is not below"):
+        runs.copy_records([done], tmp_path / "a", tmp_path / "kept")
+    assert not (tmp_path / "kept").exists()

@@ -5,7 +5,9 @@ paper's numbers recomputed from released results, and the report read from run d
 import dataclasses
 import importlib.util
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -643,3 +645,35 @@ def test_the_report_with_only_rewrites_those_sections_and_leaves_the_others(tmp_
     assert verdict in other_now
     with pytest.raises(ValueError, match=r"--only nothing: not a reproduction .* other, tiny"):
         report.write(root, docs, folder=folder, only=["nothing"])
+
+
+def test_the_report_keeps_the_records_it_read_and_is_written_again_from_them(tmp_path):
+    """--keep-records: the page and the runs behind it can be committed together; with the
+    sweep's folder gone (another machine), the page comes back the same from the records."""
+    folder = tmp_path / "experiments"
+    folder.mkdir()
+    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
+    root, docs = tmp_path / "runs", tmp_path / "docs"
+    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
+    written = report.write(root, docs, folder=folder, keep_records=True)
+    records = docs / report.FIGURES / report.RECORDS / "tiny"
+    assert records in written and "--keep-records` on" in written[0].read_text()
+    copies = runs.finished_runs(records)
+    assert len(copies) == 4 and not list(records.rglob(runs.CHECKPOINTS))
+    first = written[0].read_text()
+    for run in runs.finished_runs(root):
+        os.utime(run / runs.DONE, (0, 0))  # the report dates runs by what DONE holds
+    page = report.write(root, docs, folder=folder)[0].read_text()
+    assert "finished 1970" not in page
+    assert list(root.rglob(runs.CHECKPOINTS))  # training writes them; the records leave them
+    shutil.rmtree(root)
+    again = report.write(records.parent, docs, folder=folder)[0].read_text()
+
+    def numbers(text):  # the section less its provenance header (the folder, the command)
+        return text[text.index("- Runs:") :].replace(str(records), str(root / "tiny"))
+
+    assert numbers(again) == numbers(first)
+    # The records are a sweep folder that resumes: a sweep into a copy of them trains nothing.
+    shutil.copytree(records, root / "tiny")
+    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
+    assert not list(root.rglob(runs.CHECKPOINTS))

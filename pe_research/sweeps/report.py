@@ -11,6 +11,8 @@ them) through the experiment's own `paper_vs_here` and `headline` (its x axis is
 length unless the experiment names another in `HEADLINE_XLABEL`); the paper's numbers are the
 experiment's cited data. Nothing is typed into the page. A sweep the page showed before whose
 runs are gone from RUNS_ROOT keeps its section, marked as kept, with its own provenance.
+`--keep-records` copies the records of the runs read (no checkpoints) beside the page, so that
+the page and its runs can be committed together and the page written again from them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pe_research.sweeps import experiments, plotting, summary, sweep
 
 PAGE = "reproductions.md"
 FIGURES = "reproductions"
+RECORDS = "runs"  # OUT/FIGURES/RECORDS/<sweep folder>: the records behind the page (keep_records)
 KEPT = (
     "Kept from the page written before: no finished runs of this sweep are under `{root}` now. "
     "Its numbers, figure and provenance are as they were then."
@@ -72,10 +75,7 @@ def current_runs(module: ModuleType, scale: str, folder: Path) -> tuple[list[Pat
 
 def provenance_lines(dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
     """When the runs finished, from which code, on which machines."""
-    done = [d / runs.DONE for d in dirs if (d / runs.DONE).exists()]
-    days = sorted(
-        datetime.datetime.fromtimestamp(p.stat().st_mtime, datetime.UTC).date() for p in done
-    )
+    days = sorted(when.date() for when in map(runs.finished_at, dirs) if when is not None)
     machines = sorted(
         {f"{v.get('platform', '?')} ({v.get('device', '?')})"
          for v in (runs.read_versions(d) for d in dirs)}
@@ -182,7 +182,11 @@ def _kept(text: str, root: Path) -> str:
 
 
 def write(
-    root: Path, out: Path, folder: Path = Path("experiments"), only: Sequence[str] = ()
+    root: Path,
+    out: Path,
+    folder: Path = Path("experiments"),
+    only: Sequence[str] = (),
+    keep_records: bool = False,
 ) -> list[Path]:
     """Write OUT/reproductions.md and its figures (OUT/reproductions/*.png) from the sweeps under
     `root`; returns the files written. ValueError if no reproduction has finished runs there.
@@ -193,7 +197,12 @@ def write(
     reports those alone and leaves the numbers of every other section as they were, e.g. while
     another sweep under `root` is still running; their protocol tables and the differences their
     verdicts name are rewritten from the experiments' code (`with_current_protocol`). A kept
-    section (runs made elsewhere) stays as it was written: its runs may predate the code."""
+    section (runs made elsewhere) stays as it was written: its runs may predate the code.
+
+    `keep_records` also copies the record of every run a section reads (`runs.copy_records`: no
+    checkpoints) to OUT/reproductions/runs/<sweep folder>/, so that the page can be committed
+    with the runs behind it and written again from them (`pe-research report
+    docs/reproductions/runs --out docs`), on a machine where the sweep's folder is gone."""
     root, out = Path(root), Path(out)
     figures = out / FIGURES
     earlier = earlier_sections(out / PAGE)
@@ -219,6 +228,11 @@ def write(
             if text:
                 found.setdefault(scale, []).append(text)
                 written += paths
+                if keep_records:
+                    dirs, _ = current_runs(module, scale, sweep_folder)
+                    records = figures / RECORDS / sweep_folder.name
+                    runs.copy_records(dirs, sweep_folder, records)
+                    written.append(records)
         for scale in scales(module):
             if scale in found:
                 parts += found[scale]
@@ -238,6 +252,7 @@ def write(
         "",
         f"Written by `pe-research report {root} --out {out}"
         + (f" --only {' '.join(only)}" if only else "")
+        + (" --keep-records" if keep_records else "")
         + "` on "
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC at commit {commit[:12]}"
         + (" (with uncommitted changes)" if revision.get("git_dirty") else "")
