@@ -112,11 +112,8 @@ def prepare(
 
 
 def mark_done(run_dir: Path) -> None:
-    write_atomic(Path(run_dir) / DONE, _utc_now().isoformat(timespec="seconds") + "\n")
-
-
-def _utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC)
+    now = datetime.datetime.now(datetime.UTC)
+    write_atomic(Path(run_dir) / DONE, now.isoformat(timespec="seconds") + "\n")
 
 
 def finished_at(run_dir: Path) -> datetime.datetime | None:
