@@ -141,7 +141,7 @@ def section(
             path.parent.mkdir(parents=True, exist_ok=True)
             xlabel = getattr(module, "HEADLINE_XLABEL", "evaluation length")
             fig = plotting.headline_figure(panels, xlabel)
-            fig.savefig(path, dpi=90)
+            fig.savefig(path, dpi=90, bbox_inches="tight")  # a legend wider than one panel
             written.append(path)
             lines += [f"![{name}, paper (dashed) vs here (solid)]({figures.name}/{path.name})", ""]
     if hasattr(module, "paper_vs_here"):
