@@ -130,9 +130,11 @@ steps, where contiguous learned fits by step 600-1,000: each of 256 table rows i
 13% of sequences of 33 tokens), and randomized runs rarely end fit at 16 (5 of the 15 evaluated
 with randomized positions; the others end at exact match .69-.92, learned at 0, and 2 of them
 had crossed .95 at a fit check near the cap and fallen back), so the fit-gated gain rests on 3
-pairs. Duplicate is not yet run (`pe-research sweep randomized` trains its 45 runs; about 1 h 50
-min on a day like this one). docs/reproductions.md shows these runs; their records are in
-docs/reproductions/runs/randomized.
+pairs. Duplicate: sinusoidal's two ways evaluated so far (6 runs: .512 contiguous, .814
+randomized, +32.2), which docs/reproductions.md's aggregates include (+19.2 over 6 pairs);
+`pe-research sweep randomized` trains the other 39 runs (about 1 h 40 min on a day like this
+one) after docs/reproductions/runs/randomized is copied back to runs/randomized.
+docs/reproductions.md shows these runs; their records are in docs/reproductions/runs/randomized.
 
 Cost before this run, for the record: scripts/sweep_cost.py timed two of the sweep's trainings on
 2026-12-01 with other jobs on the machine: 1.8-4.7 s per step at a measured fp32 matmul peak of
