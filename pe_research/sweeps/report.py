@@ -111,13 +111,14 @@ def _verdict(module: ModuleType, scale: str, fit: int, judged: int) -> str:
 
 def section(
     name: str, module: ModuleType, scale: str, folder: Path, figures: Path
-) -> tuple[str, list[Path]]:
-    """The markdown of one sweep, and the figure it wrote: only the runs of the configurations
-    the experiment defines now (others under `folder` are counted, not shown)."""
+) -> tuple[str, list[Path], list[Path]]:
+    """The markdown of one sweep, the figure it wrote, and the run directories it read: only the
+    runs of the configurations the experiment defines now (others under `folder` are counted,
+    not shown)."""
     dirs, others = current_runs(module, scale, folder)
     rows = summary.finished_rows(dirs)
     if not rows:
-        return "", []
+        return "", [], []
     protocol = module.PROTOCOL
     lines = [f"## {protocol.paper}", "", f"`experiments/{name}.py`, `{scale}` scale, runs in "
              f"`{folder}`.", "", *provenance_lines(dirs, rows)]  # fmt: skip
@@ -147,7 +148,7 @@ def section(
     if hasattr(module, "paper_vs_here"):
         lines += [module.paper_vs_here(rows), ""]
     lines += [verdict(module, scale, rows), "", protocol.markdown(ran=scale), ""]
-    return "\n".join(lines), written
+    return "\n".join(lines), written, dirs
 
 
 def earlier_sections(page: Path) -> dict[tuple[str, str], str]:
@@ -224,12 +225,11 @@ def write(
             continue
         found = {}
         for scale, sweep_folder in sweeps(root, name, module):
-            text, paths = section(name, module, scale, sweep_folder, figures)
+            text, paths, dirs = section(name, module, scale, sweep_folder, figures)
             if text:
                 found.setdefault(scale, []).append(text)
                 written += paths
                 if keep_records:
-                    dirs, _ = current_runs(module, scale, sweep_folder)
                     records = figures / RECORDS / sweep_folder.name
                     runs.copy_records(dirs, sweep_folder, records)
                     written.append(records)
