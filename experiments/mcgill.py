@@ -264,26 +264,33 @@ The paper's T5 comes to within .08 of its number, and the order moves further fr
 (ALiBi and Rotary 25% lead with .9, where the paper has .33 and .01). Reverse was not rerun this
 session (its 21 runs resume with `pe-research sweep scripts/mcgill_tied_head.py --workers 2`).
 
-The gpu scale on one H200 (2026-12-04, commit 645fffc, jax 0.11.2; runs/mcgill-gpu, the section
-of docs/reproductions.md): count_copy only, 12 of its 21 runs (the device time ended before
-sinusoidal and our T5 and RoPE finished). 6 layers, d_model 256, T5's dropout and tied head,
-5,000 steps of 128 at lr 5e-4; exact match at 21-40, mean +- std over 3 seeds (fit at 20):
+The gpu scale on one H200 (2026-12-04, commit 3471d00, jax 0.11.2; runs/mcgill-gpu, the section
+of docs/reproductions.md, records in docs/reproductions/runs/mcgill-gpu): count_copy, all 21 runs,
+20 fit. 6 layers, d_model 256, T5's dropout and tied head, 5,000 steps of 128 at lr 5e-4; exact
+match at 21-40, mean +- std over 3 seeds (fit at 20):
 
     encoding               gpu scale            paper
-    nope                   .611 +- .491 (2/3)   .99   (fit seeds .97, .82; the unfit one .05)
-    t5, the paper's        .050 +- .000 (3/3)   .77
-    alibi                  .266 +- .018 (1/3)   .29   (exact match at 20 of .94, .94, .99)
+    nope                   .521 +- .375 (2/3)   .99   (fit seeds .83, .64; the unfit one .10)
+    t5, the paper's        .050 +- .001 (3/3)   .77
+    alibi                  .246 +- .013 (3/3)   .29
     rope 25%, the paper's  .000 +- .000 (3/3)   .00
+    sinusoidal             .030 +- .020 (3/3)   .00
+    t5, ours               .050 +- .001 (3/3)
+    rope, whole head       .000 +- .000 (3/3)
 
-At this scale, with the rest of T5's decoder, ALiBi's curve lies on the paper's (.27 vs .29, the
-same fall from 25 to 28) and Rotary 25% falls to the paper's 0 where the cpu scale's tied head
-gave it .95: the cpu scale's Rotary 25% lead is a property of its small model and recipe, not of
-the encoding. The paper's T5 stays the contradicted cell (.05 vs .77). What still differs from
-the paper here is in the protocol table's gpu column: the size, lr 5e-4 (theirs 3e-5), 5,000
-steps of 128 (theirs 40,000 of 64), the last step (theirs the best checkpoint on lengths 2-20),
-128 test sequences per length (theirs 500), no prompt prefix. Each training took
-155-190 s of steps with four sweeps' processes sharing the chip, plus about 80 s of compiling
-and evaluation.
+The order is the paper's but for T5 (here NoPE > ALiBi > T5, sinusoidal and Rotary 25%, the last
+three at .05 or less; the paper has T5 second at .77): with the rest of T5's decoder, ALiBi's curve lies on the paper's (.25 vs .29) and
+Rotary 25% falls to the paper's 0, where the cpu scale's tied head gave it .95, so the cpu scale's
+Rotary 25% lead is a property of its small model and recipe, not of the encoding. T5 stays the
+contradicted cell (.05 vs .77), for the paper's shared table and ours alike. An earlier device
+run of the same seeds and training code (commit 645fffc, 12 of the 21 runs) gave NoPE .611 and
+ALiBi .266 (1 of 3 fit): runs on the GPU are not bitwise repeatable (XLA's GPU reductions), and
+NoPE's spread over seeds is the widest here. What still differs from the paper at this scale is in
+the protocol table's gpu column: the size, lr 5e-4 (theirs 3e-5), 5,000 steps of 128 (theirs
+40,000 of 64), the last step (theirs the best checkpoint on lengths 2-20), 128 test sequences per
+length (theirs 500), no prompt prefix. The 7 trainings ran side by side, one process each
+(`scripts/device_sweeps.sh 502 mcgill:gpu:count_copy:7`): 375-419 s each, compiling and evaluation
+included, 440 s for all.
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
 each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), about 2 h on
