@@ -134,14 +134,14 @@ def test_the_cpu_scale_keeps_the_protocol(name):
 
 
 def test_the_block_comparisons_change_only_the_block():
-    """scripts/mcgill_our_block.py is mcgill with the model's default block (the paper's T5 then
-    unscales its own logits); scripts/addition_our_block.py is addition with our block and the
-    fit recipe (its runs before 2026-12-03)."""
+    """scripts/mcgill_our_block.py is mcgill with the model's default block and head (the
+    paper's T5 then unscales its own logits); scripts/addition_our_block.py is addition with our
+    block and the fit recipe (its runs before 2026-12-03)."""
     block = ("norm", "norm_position", "mlp", "mlp_bias", "qk_scale")
 
-    def without_block(cfg):
+    def without_block(cfg, fields=block):
         return dataclasses.replace(cfg, model=dataclasses.replace(
-            cfg.model, **{k: getattr(ModelConfig(), k) for k in block}))  # fmt: skip
+            cfg.model, **{k: getattr(ModelConfig(), k) for k in fields}))  # fmt: skip
 
     mcgill, ours = load("mcgill"), experiments.load_experiment(
         str(ROOT / "scripts" / "mcgill_our_block.py"))  # fmt: skip
@@ -151,7 +151,7 @@ def test_the_block_comparisons_change_only_the_block():
         if theirs.encoding == t5_paper:
             assert here.encoding == encodings.get("t5", shared=True, scaled=False)
             here = dataclasses.replace(here, encoding=t5_paper)
-        assert here == without_block(theirs)
+        assert here == without_block(theirs, (*block, "tie_embeddings"))
     addition = load("addition")
     recipe = tuple(addition.CPU_RECIPE)
     earlier = experiments.load_experiment(str(ROOT / "scripts" / "addition_our_block.py")).runs()
@@ -169,15 +169,20 @@ def test_the_block_comparisons_change_only_the_block():
             theirs)  # fmt: skip
 
 
-def test_the_tied_head_probe_changes_only_the_head_and_the_paper_scales_run_the_rest_of_t5():
-    """scripts/mcgill_tied_head.py is mcgill's cpu scale with T5's tied head and nothing else;
-    mcgill's gpu and paper scales drop at T5's sites and tie the head, as their decoder does;
-    randomized drops as Ruoss et al.'s encoder at every scale."""
+def test_the_own_head_probe_changes_only_the_head_and_the_paper_scales_run_the_rest_of_t5():
+    """scripts/mcgill_own_head.py is mcgill's cpu scale without T5's tied head and nothing else
+    (its configs those of the cpu scale before the head was tied), the our-block probe keeps its
+    own head too; mcgill's gpu and paper scales drop at T5's sites and tie the head, as their
+    decoder does; randomized drops as Ruoss et al.'s encoder at every scale."""
     mcgill = load("mcgill")
-    tied = experiments.load_experiment(str(ROOT / "scripts" / "mcgill_tied_head.py")).runs()
-    for theirs, here in zip(mcgill.runs(), tied, strict=True):
-        assert not theirs.model.tie_embeddings and here.model.tie_embeddings
+    own = experiments.load_experiment(str(ROOT / "scripts" / "mcgill_own_head.py")).runs()
+    ours = experiments.load_experiment(str(ROOT / "scripts" / "mcgill_our_block.py")).runs()
+    for theirs, here in zip(mcgill.runs(), own, strict=True):
+        assert theirs.model.tie_embeddings and not here.model.tie_embeddings
+        assert theirs.model.dropout == 0.0
         assert dataclasses.replace(here, model=theirs.model) == theirs
+        assert "tie_embeddings" not in json.dumps(here.to_dict())
+    assert not any(c.model.tie_embeddings for c in ours)
     for scale in ("gpu", "paper"):
         assert {(c.model.dropout, c.model.dropout_sites, c.model.tie_embeddings)
                 for c in mcgill.runs(scale)} == {(0.1, "t5", True)}  # fmt: skip
