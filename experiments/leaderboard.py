@@ -8,6 +8,16 @@ workers like any sweep):
     pe-research sweep leaderboard --workers 2 --shard 1/4       # a quarter of it (of 1/4 .. 4/4)
     pe-research sweep leaderboard --scale gpu                   # on an accelerator
 
+Over several sessions whose run folders do not survive, keep each session's finished runs in
+the repository and bring them back before the next shard:
+
+    cp -rn docs/leaderboard/runs/. runs/leaderboard/ 2>/dev/null    # earlier sessions' runs
+    pe-research sweep leaderboard --workers 2 --keep-records docs/leaderboard/runs
+    pe-research sweep leaderboard --out docs/leaderboard/runs      # at the end: the tables
+
+(a record is at most about 10 KB: 8 evaluation lengths, its curve and fit checks every 100
+steps; about 11 MB for all 1,092 runs.)
+
 What runs: every registered encoding at its defaults, plus ASEntmax (NAPE positions under
 entmax15 attention, `--model.normalization entmax15`, Vasylenko et al. 2025), on every 1-D task
 with an exact match, trained on 1-16 symbols and evaluated at 16-128 (1x-8x), 3 seeds. Two

@@ -79,6 +79,7 @@ def sweep(
     workers: int = 1,
     summarize: bool = True,
     tasks: tuple[str, ...] = (),
+    keep_records: Path | None = None,
 ) -> None:
     """Run every config of an experiment (skipping finished runs), print tables, write results.
 
@@ -97,6 +98,9 @@ def sweep(
     small CPU one compiles while another trains); --no-summarize trains and writes no tables.
     --tasks copy reverse runs only those tasks' runs of the experiment (same run directories;
     the tables and files then cover those tasks).
+    --keep-records DIR copies the record of every finished run (config, curves, evaluation,
+    DONE; no checkpoints) to DIR once training stops, to commit a sweep made over several
+    sessions or machines: copy DIR back into OUT to resume, or sweep into DIR for the tables.
     """
     from pe_research.sweeps import sweep as sweep_lib
 
@@ -116,6 +120,7 @@ def sweep(
         workers=workers,
         summarize=summarize,
         tasks=tasks or None,
+        keep_records=keep_records,
     )
     if done.abandoned:  # a scheduler or script must not read this as success
         logs = ", ".join(done.failed_workers)

@@ -4,6 +4,7 @@ import csv
 import errno
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -152,6 +153,48 @@ def test_runs_differing_only_in_seed_train_together_and_unfinished_runs_are_redo
 
     sweep.run_sweep(cfgs, tmp_path, progress=False)
     assert len(calls) == 2 and "4 of 4 runs already finished" in capsys.readouterr().out
+
+
+def test_a_sweep_keeps_its_records_apart_and_resumes_or_summarizes_from_them(
+    tmp_path, monkeypatch, capsys
+):
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+    calls = []
+    monkeypatch.setattr(train, "train_group", fake_train_group(calls))
+    out, kept = tmp_path / "out", tmp_path / "kept"
+    done, _ = sweep.run_experiment(str(experiment), out, progress=False, summarize=False,
+                                   keep_records=kept)  # fmt: skip
+    assert len(calls) == 2 and done.complete
+    for run_dir in done.dirs:
+        runs.write_jsonl(run_dir / runs.METRICS, [{"step": 1}])  # fake training writes none
+        (run_dir / runs.CHECKPOINTS).mkdir()
+    sweep.run_experiment(str(experiment), out, progress=False, summarize=False,
+                         keep_records=kept)  # fmt: skip
+    copies = [kept / d.relative_to(out) for d in done.dirs]
+    assert runs.finished_runs(kept) == sorted(copies)
+    for copy, run_dir in zip(copies, done.dirs, strict=True):
+        assert {p.name for p in copy.iterdir()} == {
+            runs.CONFIG, runs.METRICS, runs.EVAL, runs.DONE
+        }  # fmt: skip
+        for name in (runs.METRICS, runs.EVAL):
+            assert runs.read_jsonl(copy / name) == runs.read_jsonl(run_dir / name)
+    assert "Kept the records of 2 finished runs" in capsys.readouterr().out
+
+    # A sweep into the records trains nothing and writes the tables from them.
+    _, written = sweep.run_experiment(str(experiment), kept, progress=False)
+    assert len(calls) == 2 and kept / "results.csv" in written
+    def rows(dirs):
+        return [{k: v for k, v in r.items() if k != "run"} for r in summary.finished_rows(dirs)]
+
+    assert rows(copies) == rows(done.dirs) and len(rows(copies)) == 4
+    # Copied back into a fresh folder (another session), its runs are skipped; curves kept.
+    fresh = tmp_path / "fresh"
+    shutil.copytree(kept, fresh)
+    sweep.run_experiment(str(experiment), fresh, progress=False, summarize=False,
+                         keep_records=tmp_path / "all")  # fmt: skip
+    assert len(calls) == 2
+    assert all((tmp_path / "all" / d.relative_to(out) / runs.EVAL).exists() for d in done.dirs)
 
 
 def test_claims_are_released_when_training_fails(tmp_path, monkeypatch):

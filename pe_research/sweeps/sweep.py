@@ -312,6 +312,7 @@ def run_experiment(
     workers: int = 1,
     summarize: bool = True,
     tasks: Sequence[str] | None = None,
+    keep_records: Path | None = None,
 ) -> tuple[SweepResult, list[Path]]:
     """Run an experiment file (`pe-research sweep`), print its tables, and once every run is
     finished write results.csv, summary.md and the figures; returns (what the sweep did, the
@@ -326,6 +327,11 @@ def run_experiment(
     started here, logging to OUT/worker-I.log), each claiming the next unclaimed group of runs:
     compilation is single-threaded, so on a small CPU one process compiles while another
     trains. This process waits for them and writes the results. `summarize=False` trains only.
+
+    `keep_records` (a folder) receives, once training stops, the record of every finished run of
+    the sweep (runs.copy_records: no checkpoints), at the same place below it as below `out`:
+    small enough to commit, a sweep into it writes the tables, and copied back into `out` its
+    runs are skipped.
     """
     module = experiments.load_experiment(experiment)
     metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
@@ -377,6 +383,9 @@ def run_experiment(
             log.close()
         if stop is not None:
             signal.signal(signal.SIGTERM, stop)
+    if keep_records is not None:
+        kept = runs.copy_records(done.finished, out, keep_records)
+        print(f"Kept the records of {len(kept)} finished runs in {keep_records}.")
     if not summarize:
         return done, []
     rows = summary.finished_rows(done.dirs)
