@@ -279,18 +279,18 @@ match at 21-40, mean +- std over 3 seeds (fit at 20):
     rope, whole head       .000 +- .000 (3/3)
 
 The order is the paper's but for T5 (here NoPE > ALiBi > T5, sinusoidal and Rotary 25%, the last
-three at .05 or less; the paper has T5 second at .77): with the rest of T5's decoder, ALiBi's curve lies on the paper's (.25 vs .29) and
-Rotary 25% falls to the paper's 0, where the cpu scale's tied head gave it .95, so the cpu scale's
-Rotary 25% lead is a property of its small model and recipe, not of the encoding. T5 stays the
-contradicted cell (.05 vs .77), for the paper's shared table and ours alike. An earlier device
-run of the same seeds and training code (commit 645fffc, 12 of the 21 runs) gave NoPE .611 and
-ALiBi .266 (1 of 3 fit): runs on the GPU are not bitwise repeatable (XLA's GPU reductions), and
-NoPE's spread over seeds is the widest here. What still differs from the paper at this scale is in
-the protocol table's gpu column: the size, lr 5e-4 (theirs 3e-5), 5,000 steps of 128 (theirs
-40,000 of 64), the last step (theirs the best checkpoint on lengths 2-20), 128 test sequences per
-length (theirs 500), no prompt prefix. The 7 trainings ran side by side, one process each
-(`scripts/device_sweeps.sh 502 mcgill:gpu:count_copy:7`): 375-419 s each, compiling and evaluation
-included, 440 s for all.
+three at .05 or less; the paper has T5 second at .77): with the rest of T5's decoder, ALiBi's curve
+lies on the paper's (.25 vs .29) and Rotary 25% falls to the paper's 0, where the cpu scale's tied
+head gave it .95, so the cpu scale's Rotary 25% lead is a property of its small model and recipe,
+not of the encoding. T5 stays the contradicted cell (.05 vs .77), for the paper's shared table and
+ours alike. An earlier device run of the same seeds and training code (commit 645fffc, 12 of the 21
+runs) gave NoPE .611 and ALiBi .266 (1 of 3 fit): runs on the GPU are not bitwise repeatable (XLA's
+GPU reductions), and NoPE's spread over seeds is the widest here. What still differs from the paper
+at this scale is in the protocol table's gpu column: the size, lr 5e-4 (theirs 3e-5), 5,000 steps
+of 128 (theirs 40,000 of 64), the last step (theirs the best checkpoint on lengths 2-20), 128 test
+sequences per length (theirs 500), no prompt prefix. The 7 trainings ran side by side, one process
+each (`scripts/device_sweeps.sh 502 mcgill:gpu:count_copy:7`): 375-419 s each, compiling and
+evaluation included, 440 s for all.
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
 each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), about 2 h on

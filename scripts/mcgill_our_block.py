@@ -3,10 +3,10 @@
     pe-research sweep scripts/mcgill_our_block.py --workers 2     # -> runs/mcgill_our_block/
     pe-research sweep scripts/mcgill_our_block.py --tasks copy    # one task
 
-experiments/mcgill.py runs Kazemnejad et al.'s decoder block, T5's (pre-RMSNorm, a ReLU MLP
-without biases, q.k unscaled with W_q drawn 1/sqrt(head dim) smaller). This runs the same 63
-configs with the model's defaults (pre-LayerNorm, a GELU MLP with biases, q.k / sqrt(head dim),
-a head of its own), the block mcgill ran until 2026-12-03; the paper's T5 then undoes the model's scaling itself,
+experiments/mcgill.py runs Kazemnejad et al.'s decoder block, T5's (pre-RMSNorm, a ReLU MLP without
+biases, q.k unscaled with W_q drawn 1/sqrt(head dim) smaller). This runs the same 63 configs with
+the model's defaults (pre-LayerNorm, a GELU MLP with biases, q.k / sqrt(head dim), a head of its
+own), the block mcgill ran until 2026-12-03; the paper's T5 then undoes the model's scaling itself,
 `t5(shared=True, scaled=False)`, so that its bias still adds to unscaled logits.
 
 Result: experiments/mcgill.py's docstring, "Our block against T5's" (the our-block column is

@@ -184,6 +184,7 @@ def test_a_sweep_keeps_its_records_apart_and_resumes_or_summarizes_from_them(
     # A sweep into the records trains nothing and writes the tables from them.
     _, written = sweep.run_experiment(str(experiment), kept, progress=False)
     assert len(calls) == 2 and kept / "results.csv" in written
+
     def rows(dirs):
         return [{k: v for k, v in r.items() if k != "run"} for r in summary.finished_rows(dirs)]
 
