@@ -141,7 +141,60 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   (recomputed from the released runs) and for us. Why: we run three of their tasks, so the
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
-Runtime and result, all three tasks at the cpu scale, 3 seeds, T5's block, on the 2-core machine
+Runtime and result at the cpu scale, T5's block and tied head (2026-12-04; `pe-research sweep
+mcgill --workers 2` on the 2-core machine at an fp32 peak of 279 GFLOP/s: 1 h 33 min for the 63
+runs in 21 trainings, of which reverse's 7, mostly at the 4,000-step cap, took 51 min;
+pe_research at commit 3471d00, the configs of commit 206cf32; records in
+docs/reproductions/runs/mcgill). 40 of 63 fit: copy 12/21, count_copy 21/21, reverse 7/21.
+Exact match over lengths 21-40, mean +- std over seeds (fit / seeds), beside the same configs
+with the head of their own that the cpu scale had until then (the sweep of 2026-12-03, below)
+and the paper's from their released runs:
+
+    encoding        task        tied head            own head             paper
+    nope            copy        .068 +- .013 (0/3)   .137 +- .017 (0/3)   .31
+                    count_copy  .986 +- .020 (3/3)   .929 +- .056 (3/3)   .99
+                    reverse     .213 +- .094 (0/3)   .284 +- .037 (3/3)   .23
+    t5, the paper's copy        .539 +- .040 (3/3)   .360 +- .201 (3/3)   .42
+    (one table)     count_copy  .001 +- .002 (3/3)   .033 +- .045 (3/3)   .77
+                    reverse     .104 +- .056 (0/3)   .145 +- .169 (2/3)   .24
+    alibi           copy        .909 +- .017 (1/3)   .647 +- .236 (1/3)   .33
+                    count_copy  .221 +- .013 (3/3)   .190 +- .045 (3/3)   .29
+                    reverse     .427 +- .032 (0/3)   .253 +- .051 (3/3)   .17
+    rope 25%        copy        .830 +- .108 (3/3)   .301 +- .080 (0/3)   .01
+    (the paper's)   count_copy  .827 +- .165 (3/3)   .464 +- .171 (3/3)   .00
+                    reverse     .194 +- .199 (1/3)   .431 +- .187 (2/3)   .08
+    sinusoidal      copy        .015 +- .002 (1/3)   .016 +- .010 (3/3)   .03
+                    count_copy  .003 +- .000 (3/3)   .000 +- .000 (3/3)   .00
+                    reverse     .033 +- .006 (2/3)   .032 +- .007 (3/3)   .02
+    t5, ours        copy        .255 +- .123 (3/3)   .158 +- .212 (2/3)
+    (per layer)     count_copy  .000 +- .000 (3/3)   .000 +- .000 (3/3)
+                    reverse     .222 +- .059 (3/3)   .201 +- .153 (3/3)
+    rope, whole     copy        .061 +- .008 (1/3)   .042 +- .020 (2/3)
+    head            count_copy  .000 +- .000 (3/3)   .001 +- .002 (3/3)
+                    reverse     .029 +- .049 (1/3)   .086 +- .055 (3/3)
+
+Mean reciprocal rank over the 9 (task, seed) queries of the three tasks, ranking every run: ALiBi
+.72, NoPE .54, Rotary 25% .52, T5 (the paper's form) .29, sinusoidal .22 (with unfit runs ranked
+last: Rotary 25% .59, NoPE .50, ALiBi .49, sinusoidal .40, T5 .30). The paper's on the same
+tasks: T5 .78, NoPE .69, ALiBi .36, Rotary .24, sinusoidal .22.
+Verdict against the paper, and against the own head:
+- count_copy: the tied head brings NoPE to the paper's number (.986, theirs .99) and ALiBi still
+  fails where it must stop (.22, theirs .29); Rotary 25% moves further from the paper (.83,
+  theirs .00) and T5 stays at 0 (theirs .77). At the gpu scale (below) Rotary 25% falls to the
+  paper's 0: its lead here belongs to the small model and recipe, not to the encoding.
+- copy: the paper's T5 fits and reaches .54 (theirs .42), but ALiBi (.91) and Rotary 25% (.83)
+  lead where the paper has them at .33 and .01; NoPE fits no seed by the 2,000-step cap.
+- reverse: the tied head learns it more slowly. 7 of 21 runs fit by the 4,000-step cap (with the
+  own head 19 of 21, by 2,200-3,800 steps); NoPE, ALiBi and the paper's T5 end with exact match
+  .56-.90 at 20. Its row is of mostly unfit runs and says nothing about the encodings yet:
+  reverse needs a longer cap with this head (not run; about 2 h more with 2 workers).
+So the paper's head moves count_copy's NoPE and copy's T5 onto the paper's numbers and nothing
+else towards them; the order still differs (here ALiBi first by MRR and T5 fourth; there T5 and
+NoPE ahead). docs/reproductions.md (`pe-research report`) sets these 63 runs beside the paper's
+curves.
+
+Until 2026-12-04 the cpu scale had an output head of its own (scripts/mcgill_own_head.py reruns
+those configs). Its runtime and result, all three tasks, 3 seeds, T5's block, on the 2-core machine
 (fp32 peak 415 GFLOP/s, 2026-12-03): `pe-research sweep mcgill --workers 2`, commit 47d58e2, 58 min
 27 s for 48 runs in 16 trainings; the other 15 (ALiBi and NoPE on copy; the paper's T5, ALiBi and
 NoPE on count_copy) are the identical configs run 14 min 14 s earlier by the code that became
@@ -203,13 +256,12 @@ and T5 fourth; there T5 and NoPE ahead). The differences that remain (model size
 tied output (both measured below, on count_copy), a learning rate 100x the paper's for at most
 2,000-4,000 steps instead of 40,000, the last step instead of the best checkpoint, fresh
 sequences instead of 26 epochs of a fixed set) are the candidates; the `gpu` or `paper` scale
-is the test. docs/reproductions.md
-(`pe-research report`) sets these 63 runs beside the paper's curves.
+is the test; the tied head was, and the gpu scale's count_copy (below) is.
 
 The tied head and dropout, on count_copy (2026-12-03, commit 8b9fbd3, the cpu recipe, 3 seeds
 packed, 1 worker beside other sweeps on the 2-core machine at an fp32 peak of 130-141 GFLOP/s,
 7 min 51 s to 16 min 51 s a training). The first row reruns the cpu scale's own configs
-(runs/mcgill), the second `scripts/mcgill_tied_head.py --tasks count_copy`, the third the
+(runs/mcgill), the second the same with the tied head (the cpu scale now), the third the
 paper's T5 with T5_REST. Exact match over 21-40, mean +- std over seeds (all runs fit but the
 cell marked unfit), and steps to fit:
 
@@ -226,43 +278,8 @@ Dropout does not fit the cpu recipe (2026-12-04, commit 79f1e16, scripts/mcgill_
 count_copy, 2 workers, 20 min a training): with T5_REST NoPE and ALiBi fit 0 of 3 seeds each by
 the 2,000-step cap (exact match at 20 of .46-.91 and .86-.95; beyond it .53 +- .28 and .16 +-
 .04, unfit runs), their fit checks swinging by up to .5 from one check to the next at lr 3e-3
-(NoPE seed 1: .98 at step 1,800, .52 at 1,900). So the cpu scale is to take the tied head
-without dropout (scripts/mcgill_tied_head.py reruns the 63 configs that way); until those runs
-have finished it keeps its own head.
-
-The tied head on all of count_copy (2026-12-04, commit 79f1e16; NoPE and the paper's T5 are the
-tied-head runs above; 2 workers, 5-11 min a training, fp32 peak 100-170 GFLOP/s): 21 of 21 fit,
-as did the own-head runs. Exact match over 21-40, mean +- std over seeds, beside the cpu scale's
-own head (the main table above, commit 47d58e2; the rerun of NoPE and T5 above differs in the
-last digits) and the paper:
-
-    encoding               tied head      own head       paper
-    nope                   .995 +- .008   .929 +- .056   .99
-    t5, the paper's        .006 +- .010   .033 +- .045   .77
-    alibi                  .213 +- .025   .190 +- .045   .29
-    rope 25%, the paper's  .950 +- .032   .464 +- .171   .00
-    sinusoidal             .005 +- .003   .000 +- .000   .00
-    t5, ours               .000 +- .000   .000 +- .000
-    rope, whole head       .000 +- .000   .001 +- .002
-
-The tied head brings NoPE, ALiBi and sinusoidal to within .08 of the paper, and takes Rotary 25%
-further from it (.46 -> .95 against .00): with T5, the two cells the paper's released runs
-contradict here, and neither is moved towards it by the head.
-And on copy (same day and commit, 2 workers, 7-12 min a training): 12 of 21 fit (own head: the
-main table above; fit / seeds in brackets).
-
-    encoding               tied head            own head             paper
-    nope                   .060 +- .012 (0/3)   .137 +- .017 (0/3)   .31
-    t5, the paper's        .502 +- .058 (3/3)   .360 +- .201 (3/3)   .42
-    alibi                  .916 +- .003 (3/3)   .647 +- .236 (1/3)   .33
-    rope 25%, the paper's  .896 +- .048 (3/3)   .301 +- .080 (0/3)   .01
-    sinusoidal             .015 +- .007 (0/3)   .016 +- .010 (3/3)   .03
-    t5, ours               .305 +- .131 (3/3)   .158 +- .212 (2/3)
-    rope, whole head       .055 +- .013 (1/3)   .042 +- .020 (2/3)
-
-The paper's T5 comes to within .08 of its number, and the order moves further from the paper's
-(ALiBi and Rotary 25% lead with .9, where the paper has .33 and .01). Reverse was not rerun this
-session (its 21 runs resume with `pe-research sweep scripts/mcgill_tied_head.py --workers 2`).
+(NoPE seed 1: .98 at step 1,800, .52 at 1,900). So the cpu scale takes the tied head without
+dropout (since 2026-12-04: the table at the top).
 
 The gpu scale on one H200 (2026-12-04, commit 3471d00, jax 0.11.2; runs/mcgill-gpu, the section
 of docs/reproductions.md, records in docs/reproductions/runs/mcgill-gpu): count_copy, all 21 runs,
@@ -280,20 +297,21 @@ match at 21-40, mean +- std over 3 seeds (fit at 20):
 
 The order is the paper's but for T5 (here NoPE > ALiBi > T5, sinusoidal and Rotary 25%, the last
 three at .05 or less; the paper has T5 second at .77): with the rest of T5's decoder, ALiBi's curve
-lies on the paper's (.25 vs .29) and Rotary 25% falls to the paper's 0, where the cpu scale's tied
-head gave it .95, so the cpu scale's Rotary 25% lead is a property of its small model and recipe,
-not of the encoding. T5 stays the contradicted cell (.05 vs .77), for the paper's shared table and
-ours alike. An earlier device run of the same seeds and training code (commit 645fffc, 12 of the 21
-runs) gave NoPE .611 and ALiBi .266 (1 of 3 fit): runs on the GPU are not bitwise repeatable (XLA's
-GPU reductions), and NoPE's spread over seeds is the widest here. What still differs from the paper
-at this scale is in the protocol table's gpu column: the size, lr 5e-4 (theirs 3e-5), 5,000 steps
-of 128 (theirs 40,000 of 64), the last step (theirs the best checkpoint on lengths 2-20), 128 test
-sequences per length (theirs 500), no prompt prefix. The 7 trainings ran side by side, one process
-each (`scripts/device_sweeps.sh 502 mcgill:gpu:count_copy:7`): 375-419 s each, compiling and
-evaluation included, 440 s for all.
+lies on the paper's (.25 vs .29) and Rotary 25% falls to the paper's 0, where the cpu scale (the
+same head, no dropout) gives it .83, so the cpu scale's Rotary 25% lead is a property of its small
+model and recipe, not of the encoding. T5 stays the contradicted cell (.05 vs .77), for the paper's
+shared table and ours alike. An earlier device run of the same seeds and training code (commit
+645fffc, 12 of the 21 runs) gave NoPE .611 and ALiBi .266 (1 of 3 fit): runs on the GPU are not
+bitwise repeatable (XLA's GPU reductions), and NoPE's spread over seeds is the widest here. What
+still differs from the paper at this scale is in the protocol table's gpu column: the size, lr 5e-4
+(theirs 3e-5), 5,000 steps of 128 (theirs 40,000 of 64), the last step (theirs the best checkpoint
+on lengths 2-20), 128 test sequences per length (theirs 500), no prompt prefix. The 7 trainings ran
+side by side, one process each (`scripts/device_sweeps.sh 502 mcgill:gpu:count_copy:7`): 375-419 s
+each, compiling and evaluation included, 440 s for all.
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
-each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), about 2 h on
+each (reverse 4,000): about 1 h 15 min with 2 workers on a 415 GFLOP/s day (above), 1 h 33 min
+with the tied head at 279 GFLOP/s (its reverse runs mostly go to the cap), about 2 h on
 our block on days of 360-390 (copy and count_copy 1 h 1 min beside other sweeps, reverse 49 min),
 slower on the machine's slow days (copy alone took 1 h 3 min at 121 GFLOP/s). The paper scale:
 2.2e18 matmul FLOPs, at least 3.7 h on one H200 at the rate a 12-layer d_model 768 model reached
