@@ -255,8 +255,8 @@ So the order differs from the paper's (here ALiBi, Rotary 25% and NoPE within .0
 and T5 fourth; there T5 and NoPE ahead). The differences that remain (model size, dropout and a
 tied output (both measured below, on count_copy), a learning rate 100x the paper's for at most
 2,000-4,000 steps instead of 40,000, the last step instead of the best checkpoint, fresh
-sequences instead of 26 epochs of a fixed set) are the candidates; the `gpu` or `paper` scale
-is the test; the tied head was, and the gpu scale's count_copy (below) is.
+sequences instead of 26 epochs of a fixed set) are the candidates; the tied head (the table
+above) and the gpu scale's count_copy (below) have since tested some of them.
 
 The tied head and dropout, on count_copy (2026-12-03, commit 8b9fbd3, the cpu recipe, 3 seeds
 packed, 1 worker beside other sweeps on the 2-core machine at an fp32 peak of 130-141 GFLOP/s,
