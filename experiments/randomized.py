@@ -120,20 +120,22 @@ randomized evaluated contiguous:
     transformer_xl   .595 +- .039 (3/3)  .820 +- .031 (3/3)       .693 +- .049 (0/3)
 
 Gain of randomized positions (evaluated randomized), in points: the paper's aggregate on these 5
-pairs +16.6 (max over seeds) / +17.2 (mean over seeds), unfit runs included; ours (pairs where
-both ways fit: sinusoidal, RoPE, Transformer-XL) +25.1; published +12.0 over 15 tasks. Verdict:
-as in the paper, randomized positions raise every encoding that trains beyond the training
-length, most the absolute sin/cos (.51 -> .81), and scored with contiguous positions they keep
-little of it (.55-.72). Two findings the paper does not show: learned positions with randomized
-ones do not train at this recipe (training token accuracy .62 and loss .61-.65 through 4,000
-steps, where contiguous learned fits by step 600-1,000: each of 256 table rows is drawn in about
-13% of sequences of 33 tokens), and randomized runs rarely end fit at 16 (5 of the 15 evaluated
-with randomized positions; the others end at exact match .69-.92, learned at 0, and 2 of them
-had crossed .95 at a fit check near the cap and fallen back), so the fit-gated gain rests on 3
-pairs. Duplicate: sinusoidal's two ways evaluated so far (6 runs: .512 contiguous, .814
-randomized, +32.2), which docs/reproductions.md's aggregates include (+19.2 over 6 pairs);
-`pe-research sweep randomized` trains the other 39 runs (about 1 h 40 min on a day like this
-one) after docs/reproductions/runs/randomized is copied back to runs/randomized.
+pairs +16.6 (max over seeds) / +17.2 (mean over seeds), unfit runs included; ours (pairs where both
+ways fit: sinusoidal, RoPE, Transformer-XL) +25.1; published +12.0 over 15 tasks. Verdict: as in
+the paper, randomized positions raise every encoding that trains beyond the training length, most
+the absolute sin/cos (.51 -> .81), and scored with contiguous positions they keep little of it
+(.55-.72). Two findings the paper does not show: learned positions with randomized ones do not
+train at this recipe (training token accuracy .62 and loss .61-.65 through 4,000 steps, where
+contiguous learned fits by step 600-1,000: each of 256 table rows is drawn in about 13% of
+sequences of 33 tokens), and randomized runs rarely end fit at 16 (5 of the 15 evaluated with
+randomized positions; the others end at exact match .69-.92, learned at 0, and 2 of them had
+crossed .95 at a fit check near the cap and fallen back), so the fit-gated gain rests on 3 pairs.
+Duplicate so far (12 runs; sinusoidal's 6 on 2026-12-04 at commit 07bed1b, the other 6 finished at
+608601f, 3 of them resumed from the session before's checkpoints): sinusoidal .512 contiguous, .814
+randomized (+32.2), .579 randomized and evaluated contiguous (0/3 fit); learned contiguous .515
+(3/3). docs/reproductions.md's aggregates include them (+19.2 over 6 pairs); `pe-research sweep
+randomized` trains the other 33 runs (about 1 h 30 min on a day like this one) after
+docs/reproductions/runs/randomized is copied back to runs/randomized if that folder is gone.
 docs/reproductions.md shows these runs; their records are in docs/reproductions/runs/randomized.
 
 Cost before this run, for the record: scripts/sweep_cost.py timed two of the sweep's trainings on
