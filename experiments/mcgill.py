@@ -147,31 +147,32 @@ runs in 21 trainings, of which reverse's 7, mostly at the 4,000-step cap, took 5
 pe_research at commit 3471d00, the configs of commit 206cf32; records in
 docs/reproductions/runs/mcgill). 40 of 63 fit: copy 12/21, count_copy 21/21, reverse 7/21.
 Exact match over lengths 21-40, mean +- std over seeds (fit / seeds), beside the same configs
-with the head of their own that the cpu scale had until then (the sweep of 2026-12-03, below)
-and the paper's from their released runs:
+with the head of their own that the cpu scale had until then (the sweep of 2026-12-03, below),
+the same again with our block instead of T5's (also its own head; the sweep of 2026-12-02,
+below) and the paper's from their released runs:
 
-    encoding        task        tied head            own head             paper
-    nope            copy        .068 +- .013 (0/3)   .137 +- .017 (0/3)   .31
-                    count_copy  .986 +- .020 (3/3)   .929 +- .056 (3/3)   .99
-                    reverse     .213 +- .094 (0/3)   .284 +- .037 (3/3)   .23
-    t5, the paper's copy        .539 +- .040 (3/3)   .360 +- .201 (3/3)   .42
-    (one table)     count_copy  .001 +- .002 (3/3)   .033 +- .045 (3/3)   .77
-                    reverse     .104 +- .056 (0/3)   .145 +- .169 (2/3)   .24
-    alibi           copy        .909 +- .017 (1/3)   .647 +- .236 (1/3)   .33
-                    count_copy  .221 +- .013 (3/3)   .190 +- .045 (3/3)   .29
-                    reverse     .427 +- .032 (0/3)   .253 +- .051 (3/3)   .17
-    rope 25%        copy        .830 +- .108 (3/3)   .301 +- .080 (0/3)   .01
-    (the paper's)   count_copy  .827 +- .165 (3/3)   .464 +- .171 (3/3)   .00
-                    reverse     .194 +- .199 (1/3)   .431 +- .187 (2/3)   .08
-    sinusoidal      copy        .015 +- .002 (1/3)   .016 +- .010 (3/3)   .03
-                    count_copy  .003 +- .000 (3/3)   .000 +- .000 (3/3)   .00
-                    reverse     .033 +- .006 (2/3)   .032 +- .007 (3/3)   .02
-    t5, ours        copy        .255 +- .123 (3/3)   .158 +- .212 (2/3)
-    (per layer)     count_copy  .000 +- .000 (3/3)   .000 +- .000 (3/3)
-                    reverse     .222 +- .059 (3/3)   .201 +- .153 (3/3)
-    rope, whole     copy        .061 +- .008 (1/3)   .042 +- .020 (2/3)
-    head            count_copy  .000 +- .000 (3/3)   .001 +- .002 (3/3)
-                    reverse     .029 +- .049 (1/3)   .086 +- .055 (3/3)
+    encoding        task        tied head            own head             our block            paper
+    nope            copy        .068 +- .013 (0/3)   .137 +- .017 (0/3)   .143 +- .043 (0/3)   .31
+                    count_copy  .986 +- .020 (3/3)   .929 +- .056 (3/3)   .753 +- .110 (3/3)   .99
+                    reverse     .213 +- .094 (0/3)   .284 +- .037 (3/3)   .252 +- .025 (3/3)   .23
+    t5, the paper's copy        .539 +- .040 (3/3)   .360 +- .201 (3/3)   .089 +- .015 (3/3)   .42
+    (one table)     count_copy  .001 +- .002 (3/3)   .033 +- .045 (3/3)   .000 +- .000 (3/3)   .77
+                    reverse     .104 +- .056 (0/3)   .145 +- .169 (2/3)   .106 +- .184 (3/3)   .24
+    alibi           copy        .909 +- .017 (1/3)   .647 +- .236 (1/3)   .895 +- .027 (2/3)   .33
+                    count_copy  .221 +- .013 (3/3)   .190 +- .045 (3/3)   .128 +- .049 (3/3)   .29
+                    reverse     .427 +- .032 (0/3)   .253 +- .051 (3/3)   .351 +- .061 (2/3)   .17
+    rope 25%        copy        .830 +- .108 (3/3)   .301 +- .080 (0/3)   .238 +- .104 (1/3)   .01
+    (the paper's)   count_copy  .827 +- .165 (3/3)   .464 +- .171 (3/3)   .834 +- .017 (3/3)   .00
+                    reverse     .194 +- .199 (1/3)   .431 +- .187 (2/3)   .470 +- .113 (3/3)   .08
+    sinusoidal      copy        .015 +- .002 (1/3)   .016 +- .010 (3/3)   .029 +- .009 (3/3)   .03
+                    count_copy  .003 +- .000 (3/3)   .000 +- .000 (3/3)   .002 +- .003 (3/3)   .00
+                    reverse     .033 +- .006 (2/3)   .032 +- .007 (3/3)   .023 +- .003 (3/3)   .02
+    t5, ours        copy        .255 +- .123 (3/3)   .158 +- .212 (2/3)   .076 +- .039 (3/3)
+    (per layer)     count_copy  .000 +- .000 (3/3)   .000 +- .000 (3/3)   .000 +- .000 (3/3)
+                    reverse     .222 +- .059 (3/3)   .201 +- .153 (3/3)   .148 +- .047 (3/3)
+    rope, whole     copy        .061 +- .008 (1/3)   .042 +- .020 (2/3)   .048 +- .012 (3/3)
+    head            count_copy  .000 +- .000 (3/3)   .001 +- .002 (3/3)   .014 +- .017 (3/3)
+                    reverse     .029 +- .049 (1/3)   .086 +- .055 (3/3)   .056 +- .049 (3/3)
 
 Mean reciprocal rank over the 9 (task, seed) queries of the three tasks, ranking every run: ALiBi
 .72, NoPE .54, Rotary 25% .52, T5 (the paper's form) .29, sinusoidal .22 (with unfit runs ranked
@@ -190,8 +191,13 @@ Verdict against the paper, and against the own head:
   reverse needs a longer cap with this head (not run; about 2 h more with 2 workers).
 So the paper's head moves count_copy's NoPE and copy's T5 onto the paper's numbers and nothing
 else towards them; the order still differs (here ALiBi first by MRR and T5 fourth; there T5 and
-NoPE ahead). docs/reproductions.md (`pe-research report`) sets these 63 runs beside the paper's
-curves.
+NoPE ahead). What still differs from the paper at this scale (the protocol table's cpu column):
+4 layers of width 64 against T5-base, no dropout, lr 3e-3 with warm-up and cosine against 3e-5
+linear, batch 64 for at most 2,000 steps (reverse 4,000) stopped at fit against 40,000, the last
+step against the best checkpoint on lengths 2-20, fresh sequences against 26 epochs of 100,000,
+single symbols against T5 SentencePiece tokens with a prompt prefix, 128 test sequences per
+length against 500. docs/reproductions.md (`pe-research report`) sets these 63 runs beside the
+paper's curves.
 
 Until 2026-12-04 the cpu scale had an output head of its own (scripts/mcgill_own_head.py reruns
 those configs). Its runtime and result, all three tasks, 3 seeds, T5's block, on the 2-core machine
@@ -201,34 +207,10 @@ NoPE on count_copy) are the identical configs run 14 min 14 s earlier by the cod
 commit dc1a4ba (recorded as 1551cc0 with uncommitted changes; nothing between it and 47d58e2
 changes these programs), copied into the sweep folder, which then skipped them. 51 of 63 fit: copy
 11/21, count_copy 21/21, reverse 19/21 (reverse by 2,200-3,800 steps). Exact match over lengths
-21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds); beside it, the same configs
-with our block (pre-LayerNorm, GELU MLP with biases, q.k / sqrt(head dim); the paper's T5 then
-`t5(shared=True, scaled=False)`), the sweep of 2026-12-02 (commits 59f30e4 and ebd0bce;
-`scripts/mcgill_our_block.py` reruns it), and the paper's from their released runs:
-
-    encoding        task        T5's block (mcgill)  our block            paper
-    nope            copy        .137 +- .017 (0/3)   .143 +- .043 (0/3)   .31
-                    count_copy  .929 +- .056 (3/3)   .753 +- .110 (3/3)   .99
-                    reverse     .284 +- .037 (3/3)   .252 +- .025 (3/3)   .23
-    t5, the paper's copy        .360 +- .201 (3/3)   .089 +- .015 (3/3)   .42
-    (one table)     count_copy  .033 +- .045 (3/3)   .000 +- .000 (3/3)   .77
-                    reverse     .145 +- .169 (2/3)   .106 +- .184 (3/3)   .24
-    alibi           copy        .647 +- .236 (1/3)   .895 +- .027 (2/3)   .33
-                    count_copy  .190 +- .045 (3/3)   .128 +- .049 (3/3)   .29
-                    reverse     .253 +- .051 (3/3)   .351 +- .061 (2/3)   .17
-    rope 25%        copy        .301 +- .080 (0/3)   .238 +- .104 (1/3)   .01
-    (the paper's)   count_copy  .464 +- .171 (3/3)   .834 +- .017 (3/3)   .00
-                    reverse     .431 +- .187 (2/3)   .470 +- .113 (3/3)   .08
-    sinusoidal      copy        .016 +- .010 (3/3)   .029 +- .009 (3/3)   .03
-                    count_copy  .000 +- .000 (3/3)   .002 +- .003 (3/3)   .00
-                    reverse     .032 +- .007 (3/3)   .023 +- .003 (3/3)   .02
-    t5, ours        copy        .158 +- .212 (2/3)   .076 +- .039 (3/3)
-    (per layer)     count_copy  .000 +- .000 (3/3)   .000 +- .000 (3/3)
-                    reverse     .201 +- .153 (3/3)   .148 +- .047 (3/3)
-    rope, whole     copy        .042 +- .020 (2/3)   .048 +- .012 (3/3)
-    head            count_copy  .001 +- .002 (3/3)   .014 +- .017 (3/3)
-                    reverse     .086 +- .055 (3/3)   .056 +- .049 (3/3)
-
+21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds): the own head column of the
+table above; beside it there, the same configs with our block (pre-LayerNorm, GELU MLP with
+biases, q.k / sqrt(head dim); the paper's T5 then `t5(shared=True, scaled=False)`), the sweep of
+2026-12-02 (commits 59f30e4 and ebd0bce; `scripts/mcgill_our_block.py` reruns it).
 Mean reciprocal rank over the 9 (task, seed) queries of the three tasks, their notebook's
 computation, ranking every run: ALiBi .58, Rotary 25% .56, NoPE .55, T5 (the paper's form) .39,
 sinusoidal .21 (with unfit runs ranked last: NoPE .55, ALiBi .55, T5 .46, Rotary 25% .43,

@@ -131,11 +131,11 @@ sequences of 33 tokens), and randomized runs rarely end fit at 16 (5 of the 15 e
 randomized positions; the others end at exact match .69-.92, learned at 0, and 2 of them had
 crossed .95 at a fit check near the cap and fallen back), so the fit-gated gain rests on 3 pairs.
 Duplicate so far (12 runs; sinusoidal's 6 on 2026-12-04 at commit 07bed1b, the other 6 finished at
-608601f, 3 of them resumed from the session before's checkpoints): sinusoidal .512 contiguous, .814
-randomized (+32.2), .579 randomized and evaluated contiguous (0/3 fit); learned contiguous .515
-(3/3). docs/reproductions.md's aggregates include them (+19.2 over 6 pairs); `pe-research sweep
-randomized` trains the other 33 runs (about 1 h 30 min on a day like this one) after
-docs/reproductions/runs/randomized is copied back to runs/randomized if that folder is gone.
+608601f, 3 of them resumed from the session before's checkpoints): sinusoidal .512 contiguous (3/3
+fit), .814 randomized (1/3; +32.2), .579 randomized and evaluated contiguous (0/3 fit); learned
+contiguous .515 (3/3). docs/reproductions.md's aggregates include them (+19.2 over 6 pairs);
+`pe-research sweep randomized` trains the other 33 runs (about 1 h 30 min on a day like this one)
+after docs/reproductions/runs/randomized is copied back to runs/randomized if that folder is gone.
 docs/reproductions.md shows these runs; their records are in docs/reproductions/runs/randomized.
 
 Cost before this run, for the record: scripts/sweep_cost.py timed two of the sweep's trainings on
