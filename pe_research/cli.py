@@ -99,8 +99,9 @@ def sweep(
     --tasks copy reverse runs only those tasks' runs of the experiment (same run directories;
     the tables and files then cover those tasks).
     --keep-records DIR copies the record of every finished run (config, curves, evaluation,
-    DONE; no checkpoints) to DIR once training stops, to commit a sweep made over several
-    sessions or machines: copy DIR back into OUT to resume, or sweep into DIR for the tables.
+    DONE; no checkpoints) to DIR once training stops (also when stopped by Ctrl-C or kill), to
+    commit a sweep made over several sessions or machines: copy DIR back into OUT to resume,
+    or sweep into DIR for the tables.
     """
     from pe_research.sweeps import sweep as sweep_lib
 

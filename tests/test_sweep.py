@@ -480,3 +480,28 @@ def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
     else:
         assert status == 0 and "left unfinished because" not in captured.err
         runs.release(first)
+
+
+def test_a_sweep_stopped_by_ctrl_c_or_kill_keeps_the_records_of_the_runs_it_finished(
+    tmp_path, monkeypatch, capsys
+):
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+    calls = []
+    finish = fake_train_group(calls)
+
+    def train_then_stop(cfgs, run_dirs, **kw):  # the second group is interrupted mid-training
+        if calls:
+            calls.append("stopped")
+            raise KeyboardInterrupt
+        finish(cfgs, run_dirs, **kw)
+
+    monkeypatch.setattr(train, "train_group", train_then_stop)
+    out, kept = tmp_path / "out", tmp_path / "kept"
+    with pytest.raises(KeyboardInterrupt):
+        sweep.run_experiment(str(experiment), out, progress=False, keep_records=kept)
+    assert calls[-1] == "stopped"
+    finished = runs.finished_runs(out)
+    assert len(finished) == 1 and runs.finished_runs(kept) == [kept / finished[0].relative_to(out)]
+    assert "Kept the records of 1 finished runs" in capsys.readouterr().out
+    assert not list(out.rglob(runs.LOCK)), "the stopped group's claims must be released"

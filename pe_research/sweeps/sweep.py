@@ -299,6 +299,12 @@ def _exit_on_sigterm() -> object | None:
         return None
 
 
+def _keep_records(finished: list[Path], out: Path, keep: Path, stopped: bool = False) -> None:
+    kept = runs.copy_records(finished, out, keep)
+    when = " (the sweep was stopped: the others resume from their checkpoints)" if stopped else ""
+    print(f"Kept the records of {len(kept)} finished runs in {keep}{when}.", flush=True)
+
+
 def run_experiment(
     experiment: str,
     out: Path | None = None,
@@ -331,7 +337,7 @@ def run_experiment(
     `keep_records` (a folder) receives, once training stops, the record of every finished run of
     the sweep (runs.copy_records: no checkpoints), at the same place below it as below `out`:
     small enough to commit, a sweep into it writes the tables, and copied back into `out` its
-    runs are skipped.
+    runs are skipped. A sweep stopped by Ctrl-C or SIGTERM keeps the runs finished so far.
     """
     module = experiments.load_experiment(experiment)
     metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
@@ -345,8 +351,9 @@ def run_experiment(
         )
     helpers = []
     # A SIGTERM (kill, a scheduler's cancel) exits through the `finally` below, which stops the
-    # workers: without this they would train on, orphaned, after this process is gone.
-    stop = _exit_on_sigterm() if workers > 1 else None
+    # workers (without this they would train on, orphaned, after this process is gone) and keeps
+    # the records of the runs finished so far.
+    stop = _exit_on_sigterm() if workers > 1 or keep_records is not None else None
     try:
         for i in range(1, workers):
             command = [sys.executable, "-m", "pe_research.cli", "sweep", experiment, "--out",
@@ -376,6 +383,13 @@ def run_experiment(
             done.abandoned = [
                 d for d in done.dirs if not runs.is_finished(d) and not runs.is_claimed(d)
             ]
+    except (KeyboardInterrupt, SystemExit):
+        # Stopped (Ctrl-C, SIGTERM) with runs unfinished: keep what did finish, which a session
+        # that ends here would otherwise lose with its run folder.
+        if keep_records is not None:
+            finished = [d for c in configs if runs.is_finished(d := run_dir_for(out, c))]
+            _keep_records(finished, out, keep_records, stopped=True)
+        raise
     finally:
         for proc, log in helpers:
             if proc.poll() is None:
@@ -384,8 +398,7 @@ def run_experiment(
         if stop is not None:
             signal.signal(signal.SIGTERM, stop)
     if keep_records is not None:
-        kept = runs.copy_records(done.finished, out, keep_records)
-        print(f"Kept the records of {len(kept)} finished runs in {keep_records}.")
+        _keep_records(done.finished, out, keep_records)
     if not summarize:
         return done, []
     rows = summary.finished_rows(done.dirs)
