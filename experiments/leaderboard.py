@@ -12,8 +12,12 @@ Over several sessions whose run folders do not survive, keep each session's fini
 the repository and bring them back before the next shard:
 
     cp -rn docs/leaderboard/runs/. runs/leaderboard/ 2>/dev/null    # earlier sessions' runs
-    pe-research sweep leaderboard --workers 2 --keep-records docs/leaderboard/runs
+    pe-research sweep leaderboard --workers 2 --tasks copy --keep-records docs/leaderboard/runs
     pe-research sweep leaderboard --out docs/leaderboard/runs      # at the end: the tables
+
+(`--tasks` one task at a time rather than `--shard`: each session then adds whole rows of the
+table, every encoding on that task, which its tables already compare; a sweep stopped with
+Ctrl-C or kill still keeps the runs it finished.)
 
 (a record is at most about 10 KB: 8 evaluation lengths, its curve and fit checks every 100
 steps; about 11 MB for all 1,092 runs.)
