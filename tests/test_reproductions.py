@@ -669,6 +669,15 @@ def test_the_report_with_only_rewrites_those_sections_and_leaves_the_others(tmp_
     assert "| ours | smaller |" not in other_now
     verdict = re.search(r"Verdict: at the `cpu` scale \d+ of \d+ runs fit", other_section)[0]
     assert verdict in other_now
+    # Then other's runs change in code too (rope trains a step longer): the section shows runs
+    # the code no longer defines, so it keeps the table they ran, not the code's new reason.
+    (folder / "other.py").write_text(
+        other.replace('why="smaller"', 'why="changed once more"').replace(
+            "train=TrainConfig(steps=4,", "train=TrainConfig(steps=4 + (e == 'rope'),"
+        )
+    )
+    page = report.write(root, docs, folder=folder, only=["tiny"])[0].read_text()
+    assert page[page.index("## Other et al.") : page.index("## Tiny et al.")] == other_now
     with pytest.raises(ValueError, match=r"--only nothing: not a reproduction .* other, tiny"):
         report.write(root, docs, folder=folder, only=["nothing"])
 

@@ -174,6 +174,24 @@ def with_current_protocol(text: str, module: ModuleType, scale: str) -> str:
     return f"{head.rstrip()}\n\n{module.PROTOCOL.markdown(ran=scale)}"
 
 
+_RUNS = re.compile(r"^- Runs: (\d+) \(", re.MULTILINE)
+
+
+def shows_current_runs(text: str, name: str, module: ModuleType, scale: str, root: Path) -> bool:
+    """Whether an earlier section shows the runs the experiment defines now: it is not kept (its
+    runs are under `root`) and as many of the current configurations' runs have finished in its
+    sweep folder as it counts. A section whose experiment changed since (a new step cap, say)
+    counts runs the code no longer defines: its protocol table must stay the one they ran."""
+    count = _RUNS.search(text)
+    if count is None or KEPT.split(":")[0] in text:
+        return False
+    return any(
+        len(current_runs(module, s, folder)[0]) == int(count[1])
+        for s, folder in sweeps(root, name, module)
+        if s == scale
+    )
+
+
 def _kept(text: str, root: Path) -> str:
     """An earlier section marked as kept (one mark, after its heading line)."""
     heading, _, body = text.partition("\n")
@@ -197,8 +215,10 @@ def write(
     sweep does not erase the others; delete the page to start afresh. `only` (experiment names)
     reports those alone and leaves the numbers of every other section as they were, e.g. while
     another sweep under `root` is still running; their protocol tables and the differences their
-    verdicts name are rewritten from the experiments' code (`with_current_protocol`). A kept
-    section (runs made elsewhere) stays as it was written: its runs may predate the code.
+    verdicts name are rewritten from the experiments' code (`with_current_protocol`) where the
+    code still defines the runs they show (`shows_current_runs`). A kept section (runs made
+    elsewhere), or one whose experiment has changed since, stays as it was written: its runs
+    predate the code.
 
     `keep_records` also copies the record of every run a section reads (`runs.copy_records`: no
     checkpoints) to OUT/reproductions/runs/<sweep folder>/, so that the page can be committed
@@ -217,11 +237,12 @@ def write(
     parts, written, fresh = [], [], False
     for name, module in papers:
         if only and name not in only:
-            parts += [
-                with_current_protocol(earlier[(name, s)], module, s)
-                for s in scales(module)
-                if (name, s) in earlier
-            ]
+            for s in scales(module):
+                if (name, s) not in earlier:
+                    continue
+                text = earlier[(name, s)]
+                current = shows_current_runs(text, name, module, s, root)
+                parts.append(with_current_protocol(text, module, s) if current else text)
             continue
         found = {}
         for scale, sweep_folder in sweeps(root, name, module):
