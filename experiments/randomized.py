@@ -111,7 +111,7 @@ machine at an fp32 matmul peak of 337 GFLOP/s, 2 workers, 1 h 47 min for 15 trai
 packed seeds: about 0.23 s a step, 0.32 for Transformer-XL; duplicate's 42 over three sessions
 at commits 07bed1b, 608601f and 18948f3 (the same configs), at 251-279 GFLOP/s, 2 h 2 min for
 the last 30 with two trainings side by side at 0.4-0.6 s a step each). Left: Transformer-XL on
-duplicate with randomized positions evaluated contiguous (its 3 runs stopped at step 1,200 at
+duplicate with randomized positions evaluated contiguous (its 3 runs stopped at step 2,500 at
 the end of the session; their checkpoints are in runs/randomized on the machine that made them).
 Token accuracy over 17-64 (chance .5), mean +- std over 3 seeds (fit seeds): contiguous /
 randomized evaluated randomized / randomized evaluated contiguous:
