@@ -108,7 +108,7 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   1)]. Here: cpu, gpu, paper: 3 seeds (each sets model and data); the median over every seed
   (the paper's statistic) beside the mean ± std over the fit seeds, and fit counts. Why: a run's
   seed sets both streams here; 3 seeds, not 8, to keep every scale's cost down (the paper
-  scale's 3 runs already need hours on an H200)
+  scale's 3 seeds are already at least 7.5 h on one H200)
 †: cited from the paper as we read it; not checked against its text from this machine (no copy
 of the paper here): check it before a paper-scale run.
 
@@ -391,7 +391,8 @@ PROTOCOL = Protocol(
                "statistic) beside the mean ± std over the fit seeds, and fit counts"
                for s in SCALES},
             why="a run's seed sets both streams here; 3 seeds, not 8, to keep every scale's "
-            "cost down (the paper scale's 3 runs already need hours on an H200)", verified=False),
+            "cost down (the paper scale's 3 seeds are already at least 7.5 h on one H200)",
+            verified=False),
     ),
 )  # fmt: skip
 

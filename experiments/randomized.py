@@ -106,15 +106,15 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 †: cited from the paper as we read it; not checked against its text from this machine (no copy
 of the paper here): check it before a paper-scale run.
 
-Result, cpu scale, 87 of the 90 runs (2026-12-04; reverse's 45 at commit 01de54f, the 2-core
-machine at an fp32 matmul peak of 337 GFLOP/s, 2 workers, 1 h 47 min for 15 trainings of 3
-packed seeds: about 0.23 s a step, 0.32 for Transformer-XL; duplicate's 42 over three sessions
-at commits 07bed1b, 608601f and 18948f3 (the same configs), at 251-279 GFLOP/s, 2 h 2 min for
-the last 30 with two trainings side by side at 0.4-0.6 s a step each). Left: Transformer-XL on
-duplicate with randomized positions evaluated contiguous (its 3 runs stopped at step 2,500 at
-the end of the session; their checkpoints are in runs/randomized on the machine that made them).
-Token accuracy over 17-64 (chance .5), mean +- std over 3 seeds (fit seeds): contiguous /
-randomized evaluated randomized / randomized evaluated contiguous:
+Result, cpu scale, 87 of the 90 runs (2026-12-04; reverse's 45 at commit 01de54f, the 2-core machine
+at an fp32 matmul peak of 337 GFLOP/s, 2 workers, 1 h 47 min for 15 trainings of 3 packed seeds:
+about 0.23 s a step, 0.32 for Transformer-XL; duplicate's 42 over three sessions with pe_research at
+commits 07bed1b and 608601f (as their records say; the same configs), at 251-279 GFLOP/s, 2 h 2 min
+for the last 30 with two trainings side by side at 0.4-0.6 s a step each). Left: Transformer-XL on
+duplicate with randomized positions evaluated contiguous (its 3 runs stopped at step 2,500 at the
+end of the session; their checkpoints are in runs/randomized on the machine that made them). Token
+accuracy over 17-64 (chance .5), mean +- std over 3 seeds (fit seeds): contiguous / randomized
+evaluated randomized / randomized evaluated contiguous:
 
     task       encoding         contiguous          randomized, eval rand.   rand., eval contig.
     reverse    sinusoidal       .513 +- .002 (3/3)  .807 +- .022 (1/3)       .549 +- .016 (0/3)
@@ -126,26 +126,25 @@ randomized evaluated randomized / randomized evaluated contiguous:
     duplicate  learned          .515 +- .002 (3/3)  .566 +- .000 (0/3)       .566 +- .000 (0/3)
     duplicate  rope             .506 +- .005 (3/3)  .811 +- .006 (2/3)       .689 +- .021 (0/3)
     duplicate  alibi            .570 +- .011 (3/3)  .766 +- .007 (0/3)       .659 +- .012 (0/3)
-    duplicate  transformer_xl   .506 +- .004 (3/3)  .807 +- .006 (1/3)       not run
+    duplicate  transformer_xl   .506 +- .004 (3/3)  .807 +- .006 (1/3)       not finished
 
 Gain of randomized positions (evaluated randomized), in points: the paper's aggregate on these 10
-pairs +20.0 (max over seeds) / +20.1 (mean over seeds), unfit runs included; ours (pairs where
-both ways fit: sinusoidal, RoPE and Transformer-XL on both tasks) +28.2; published +12.0 over 15
-tasks. Verdict: as in the paper, randomized positions raise every encoding that trains beyond
-the training length, on both tasks: the absolute sin/cos from chance to .81 on each, RoPE and
-Transformer-XL to .80-.82 from .51-.60, ALiBi least (.75 -> .83 on reverse, .57 -> .77 on
-duplicate), the one encoding that keeps something beyond 16 with contiguous positions; scored
-with contiguous positions the randomized models keep part of it (.55-.72). The +12.0 averages
-all 15 of the paper's tasks, these two among them, so it does not compare with ours directly.
-Two findings the paper does not show: learned
-positions with randomized ones do not train at this recipe on either task (training token
+pairs +20.0 (max over seeds) / +20.1 (mean over seeds), unfit runs included; ours (pairs where both
+ways fit: sinusoidal, RoPE and Transformer-XL on both tasks) +28.2; published +12.0 over 15 tasks.
+Verdict: as in the paper, randomized positions raise every encoding that trains beyond the training
+length, on both tasks: the absolute sin/cos from chance to .81 on each, RoPE and Transformer-XL to
+.80-.82 from .51-.60, ALiBi least (.75 -> .83 on reverse, .57 -> .77 on duplicate), the one encoding
+that keeps something beyond 16 with contiguous positions; scored with contiguous positions the
+randomized models keep part of it (.55-.72). The +12.0 averages all 15 of the paper's tasks, these
+two among them, so it does not compare with ours directly. Two findings the paper does not show:
+learned positions with randomized ones do not train at this recipe on either task (training token
 accuracy about .6 and loss .61-.65 through 4,000 steps, where contiguous learned fits by step
-600-1,000: each of 256 table rows is drawn in about 13% of sequences of 33 tokens), and
-randomized runs rarely end fit at 16 (9 of the 30 evaluated with randomized positions: packed
-seeds train until all fit or the cap, and on reverse 2 had crossed .95 at a fit check near the
-cap and fallen back), so the fit-gated gain rests on 6 pairs. docs/reproductions.md shows these
-runs; their records are in docs/reproductions/runs/randomized (copy them back to runs/randomized
-before `pe-research sweep randomized` finishes the last 3, or it trains everything again).
+600-1,000: each of 256 table rows is drawn in about 13% of sequences of 33 tokens), and randomized
+runs rarely end fit at 16 (9 of the 30 evaluated with randomized positions: packed seeds train until
+all fit or the cap, and on reverse 2 had crossed .95 at a fit check near the cap and fallen back),
+so the fit-gated gain rests on 6 pairs. docs/reproductions.md shows these runs; their records are in
+docs/reproductions/runs/randomized (copy them back to runs/randomized before `pe-research sweep
+randomized` finishes the last 3, or it trains everything again).
 
 Cost before this run, for the record: scripts/sweep_cost.py timed two of the sweep's trainings on
 2026-12-01 with other jobs on the machine: 1.8-4.7 s per step at a measured fp32 matmul peak of

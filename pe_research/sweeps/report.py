@@ -36,6 +36,7 @@ KEPT = (
     "Kept from the page written before: no finished runs of this sweep are under `{root}` now. "
     "Its numbers, figure and provenance are as they were then."
 )
+_KEPT_MARK = KEPT.split(":")[0]  # what a kept section's first line starts with
 _WHERE = re.compile(r"^`experiments/([\w-]+)\.py`, `([\w-]+)` scale", re.MULTILINE)
 
 
@@ -183,7 +184,7 @@ def shows_current_runs(text: str, name: str, module: ModuleType, scale: str, roo
     sweep folder as it counts. A section whose experiment changed since (a new step cap, say)
     counts runs the code no longer defines: its protocol table must stay the one they ran."""
     count = _RUNS.search(text)
-    if count is None or KEPT.split(":")[0] in text:
+    if count is None or _KEPT_MARK in text:
         return False
     return any(
         len(current_runs(module, s, folder)[0]) == int(count[1])
@@ -195,8 +196,7 @@ def shows_current_runs(text: str, name: str, module: ModuleType, scale: str, roo
 def _kept(text: str, root: Path) -> str:
     """An earlier section marked as kept (one mark, after its heading line)."""
     heading, _, body = text.partition("\n")
-    prefix = KEPT.split(":")[0]
-    body = "\n".join(x for x in body.split("\n") if not x.startswith(prefix)).lstrip("\n")
+    body = "\n".join(x for x in body.split("\n") if not x.startswith(_KEPT_MARK)).lstrip("\n")
     return f"{heading}\n\n{KEPT.format(root=root)}\n\n{body}"
 
 

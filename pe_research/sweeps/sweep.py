@@ -301,8 +301,8 @@ def _exit_on_sigterm() -> object | None:
 
 def _keep_records(finished: list[Path], out: Path, keep: Path, stopped: bool = False) -> None:
     kept = runs.copy_records(finished, out, keep)
-    when = " (the sweep was stopped: the others resume from their checkpoints)" if stopped else ""
-    print(f"Kept the records of {len(kept)} finished runs in {keep}{when}.", flush=True)
+    why = " (the sweep was stopped: the others resume from their checkpoints)" if stopped else ""
+    print(f"Kept the records of {len(kept)} finished runs in {keep}{why}.", flush=True)
 
 
 def run_experiment(
