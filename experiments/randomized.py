@@ -106,13 +106,13 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 †: cited from the paper as we read it; not checked against its text from this machine (no copy
 of the paper here): check it before a paper-scale run.
 
-Result, cpu scale, 87 of the 90 runs (2026-12-04; reverse's 45 at commit 01de54f, the 2-core machine
+Result, cpu scale, all 90 runs (2026-12-04; reverse's 45 at commit 01de54f, the 2-core machine
 at an fp32 matmul peak of 337 GFLOP/s, 2 workers, 1 h 47 min for 15 trainings of 3 packed seeds:
 about 0.23 s a step, 0.32 for Transformer-XL; duplicate's 42 over three sessions with pe_research at
-commits 07bed1b and 608601f (as their records say; the same configs), at 251-279 GFLOP/s, 2 h 2 min
-for the last 30 with two trainings side by side at 0.4-0.6 s a step each). Left: Transformer-XL on
-duplicate with randomized positions evaluated contiguous (its 3 runs stopped at step 2,500 at the
-end of the session; their checkpoints are in runs/randomized on the machine that made them). Token
+commits 07bed1b, 608601f and ed5da60 (as their records say; the same configs), at 251-279
+GFLOP/s, 2 h 2 min for 30 of them with two trainings side by side at 0.4-0.6 s a step each; the
+last 3, Transformer-XL on duplicate randomized and evaluated contiguous, resumed from step 2,500
+and took 18 min beside another sweep at 274 GFLOP/s). Token
 accuracy over 17-64 (chance .5), mean +- std over 3 seeds (fit seeds): contiguous / randomized
 evaluated randomized / randomized evaluated contiguous:
 
@@ -126,7 +126,7 @@ evaluated randomized / randomized evaluated contiguous:
     duplicate  learned          .515 +- .002 (3/3)  .566 +- .000 (0/3)       .566 +- .000 (0/3)
     duplicate  rope             .506 +- .005 (3/3)  .811 +- .006 (2/3)       .689 +- .021 (0/3)
     duplicate  alibi            .570 +- .011 (3/3)  .766 +- .007 (0/3)       .659 +- .012 (0/3)
-    duplicate  transformer_xl   .506 +- .004 (3/3)  .807 +- .006 (1/3)       not finished
+    duplicate  transformer_xl   .506 +- .004 (3/3)  .807 +- .006 (1/3)       .631 +- .035 (0/3)
 
 Gain of randomized positions (evaluated randomized), in points: the paper's aggregate on these 10
 pairs +20.0 (max over seeds) / +20.1 (mean over seeds), unfit runs included; ours (pairs where both
