@@ -302,14 +302,13 @@ side by side, one process each (`scripts/device_sweeps.sh 502 mcgill:gpu:count_c
 each, compiling and evaluation included, 440 s for all.
 
 Expected cost of the whole sweep: 63 runs in 21 trainings of 3 packed seeds, at most 2,000 steps
-each, reverse 8,000: about 2 h 20 min with 2 workers and the tied head at 274-279 GFLOP/s
-(copy and count_copy 42 min, reverse 1 h 38 min, above; reverse took 51 min at the 4,000-step
-cap), 1 h 15 min with the own head and reverse at 4,000 on a 415 GFLOP/s day (above), about 2
-h on our block on days of 360-390 (copy and count_copy 1 h 1 min beside other sweeps, reverse 49
-min), slower on the machine's slow days (copy alone took 1 h 3 min at 121 GFLOP/s). The paper
-scale:
-2.2e18 matmul FLOPs, at least 3.7 h on one H200 at the rate a 12-layer d_model 768 model reached
-there in bf16 (163 TFLOP/s, benchmarks/; the sweep prints it).
+each, reverse 8,000: about 2 h 20 min with 2 workers and the tied head at 274-279 GFLOP/s (copy and
+count_copy 42 min, reverse 1 h 38 min, above; reverse took 51 min at the 4,000-step cap), 1 h 15 min
+with the own head and reverse at 4,000 on a 415 GFLOP/s day (above), about 2 h on our block on days
+of 360-390 (copy and count_copy 1 h 1 min beside other sweeps, reverse 49 min), slower on the
+machine's slow days (copy alone took 1 h 3 min at 121 GFLOP/s). The paper scale: 2.2e18 matmul
+FLOPs, at least 3.7 h on one H200 at the rate a 12-layer d_model 768 model reached there in bf16
+(163 TFLOP/s, benchmarks/; the sweep prints it).
 
 Earlier protocol (before issue 23: no end token on copy and reverse, 16 symbols, evaluation at
 24, 28, ..., 40, T5 with a table per layer on scaled logits compared as the paper's T5, full

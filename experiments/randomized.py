@@ -106,15 +106,15 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
 †: cited from the paper as we read it; not checked against its text from this machine (no copy
 of the paper here): check it before a paper-scale run.
 
-Result, cpu scale, all 90 runs (2026-12-04; reverse's 45 at commit 01de54f, the 2-core machine
-at an fp32 matmul peak of 337 GFLOP/s, 2 workers, 1 h 47 min for 15 trainings of 3 packed seeds:
-about 0.23 s a step, 0.32 for Transformer-XL; duplicate's 42 over three sessions with pe_research at
-commits 07bed1b, 608601f and ed5da60 (as their records say; the same configs), at 251-279
-GFLOP/s, 2 h 2 min for 30 of them with two trainings side by side at 0.4-0.6 s a step each; the
-last 3, Transformer-XL on duplicate randomized and evaluated contiguous, resumed from step 2,500
-and took 18 min beside another sweep at 274 GFLOP/s). Token
-accuracy over 17-64 (chance .5), mean +- std over 3 seeds (fit seeds): contiguous / randomized
-evaluated randomized / randomized evaluated contiguous:
+Result, cpu scale, all 90 runs (2026-12-04; reverse's 45 at commit 01de54f, the 2-core machine at
+an fp32 matmul peak of 337 GFLOP/s, 2 workers, 1 h 47 min for 15 trainings of 3 packed seeds: about
+0.23 s a step, 0.32 for Transformer-XL; duplicate's 42 over three sessions with pe_research at
+commits 07bed1b, 608601f and ed5da60 (as their records say; the same configs), at 251-279 GFLOP/s,
+2 h 2 min for 30 of them with two trainings side by side at 0.4-0.6 s a step each; the last 3,
+Transformer-XL on duplicate randomized and evaluated contiguous, resumed from step 2,500 and took
+18 min beside another sweep at 274 GFLOP/s). Token accuracy over 17-64 (chance .5), mean +- std
+over 3 seeds (fit seeds): contiguous / randomized evaluated randomized / randomized evaluated
+contiguous:
 
     task       encoding         contiguous          randomized, eval rand.   rand., eval contig.
     reverse    sinusoidal       .513 +- .002 (3/3)  .807 +- .022 (1/3)       .549 +- .016 (0/3)
