@@ -53,9 +53,10 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: not yet run in full. Begun 2026-12-04 (commit 37c881a, 2 workers at an fp32 peak of 274
-GFLOP/s): 54 of copy's 84 runs (18 of its 28 encodings) in 47 min, their records in
-docs/leaderboard/runs; the rest of copy resumes with the commands above.
+Result: not yet run in full. Begun 2026-12-04 (commit ed5da60, as the records say; 2 workers
+at an fp32 peak of 274 GFLOP/s): 54 of copy's 84 runs (18 of its 28 encodings, 51 of the 54 fit
+at 16) in 47 min, their records in docs/leaderboard/runs; the rest of copy resumes with the
+commands above, and its tables are written once the row is complete.
 """
 
 import dataclasses

@@ -144,7 +144,7 @@ runs rarely end fit at 16 (9 of the 30 evaluated with randomized positions: pack
 all fit or the cap, and on reverse 2 had crossed .95 at a fit check near the cap and fallen back),
 so the fit-gated gain rests on 6 pairs. docs/reproductions.md shows these runs; their records are in
 docs/reproductions/runs/randomized (copy them back to runs/randomized before `pe-research sweep
-randomized` finishes the last 3, or it trains everything again).
+randomized` or `report`, or the sweep trains all 90 again).
 
 Cost before this run, for the record: scripts/sweep_cost.py timed two of the sweep's trainings on
 2026-12-01 with other jobs on the machine: 1.8-4.7 s per step at a measured fp32 matmul peak of
