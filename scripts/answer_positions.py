@@ -2,6 +2,8 @@
 length, from finished runs' final checkpoints.
 
     python scripts/answer_positions.py RUN_DIR... [--lengths 8 12 16] [--out positions.json]
+    python scripts/answer_positions.py RUN_DIR... --lengths $(seq 30 2 100) --overall \
+        [--plot scan.png]                # the whole answer's accuracy on a dense length grid
 
 Exact match beyond the training length says that an answer is wrong, not where. This script
 re-scores the batch that evaluation scored at each length (the same held-out sequences and
@@ -9,6 +11,9 @@ positions, teacher forced) and splits token accuracy by the index of the scored 
 answer: 0 is the first answer token, the last is END where the task has one. It prints one row
 per length (mean over the given runs) and writes them, per run, to --out as JSON. The mean of a
 row, weighted by how many tokens each position scores, is the run's token accuracy in eval.jsonl.
+With --overall it prints, per length, the whole answer's token accuracy and exact match (those
+of eval.jsonl, at any lengths), and --plot draws token accuracy against length, one line per
+run: a sweep evaluates every 1x of the training length, which can step over a narrow peak.
 
 Result on addition's headline model (experiments/addition.py: learned absolute + coupling, its
 table initialised as the paper's; its three seeds of 2026-12-02, commit 2340436, all fit):
@@ -18,6 +23,18 @@ out) and END fall to .70 / .66 at 12 digits, .56 / .48 at 16 and .57 / .45 at 24
 sum stops. In Cho et al.'s block (the experiment since 2026-12-03; its three seeds of commit
 a7489c1, all fit; 22 s): the same picture, the other sum digits .93-1.00 to 16 digits and
 .89-.98 at 24, the carry out and END .79 / .85 at 12, .72 / .79 at 16, .77 / .65 at 24.
+
+Result of --overall on RoPE's copy in the leaderboard (experiments/leaderboard.py: 4 layers,
+d_model 64, 4 heads of 16, base 10,000, trained on 1-16; seed 0 of commit ed5da60, 34 s for 38
+lengths): token accuracy is .06-.09 at most lengths beyond 16 and peaks at 34-38 (.41 / .78 /
+.18), 56 (.15), 76 (.15) and 94-97 (.23 / .40 / .36 / .18), one peak every 20 symbols, at 16 +
+k x 19.87, where 19.87 = 2 pi / 10000^(-1/8) is the wavelength of the head's second rotary
+frequency. There the distance from an answer token back to its source (n + 1) differs from a
+trained one by whole turns of that frequency, and the model reads it as trained (a reading of
+the periodicity, not a measured mechanism). It explains the spike at 96 that every rotary
+encoding in the leaderboard's copy row shows (RoPE, xPos, M-RoPE and the RoPE/NoPE mixture, .15
+to .54 against .06-.11 at the other lengths; only RoPE was scanned): the row's 1x-8x lengths,
+16, 32, ..., 128, meet only that one of the four peaks.
 """
 
 from __future__ import annotations
@@ -60,8 +77,35 @@ def answer_accuracy(run_dir: Path, lengths: list[int] | None = None) -> dict[int
         size = int(index_BL[mask_BL].max()) + 1
         tokens = [int((mask_BL & (index_BL == k)).sum()) for k in range(size)]
         accuracy = [float(right_BL[mask_BL & (index_BL == k)].mean()) for k in range(size)]
-        out[int(n)] = {"accuracy": accuracy, "tokens": tokens}
+        scored_B = mask_BL.any(-1)  # rows of a partly filled batch score no token
+        all_right_B = (right_BL | ~mask_BL).all(-1)
+        out[int(n)] = {
+            "accuracy": accuracy,
+            "tokens": tokens,
+            "token_accuracy": float(right_BL[mask_BL].mean()),
+            "exact_match": float(all_right_B[scored_B].mean()),
+        }
     return out
+
+
+def plot_scan(per_run: dict[str, dict[int, dict]], path: Path) -> None:
+    """Token accuracy of the whole answer against evaluation length, one line per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    for name, rows in per_run.items():
+        lengths = sorted(rows)
+        ax.plot(lengths, [rows[n]["token_accuracy"] for n in lengths], marker=".",
+                label=Path(name).name if len(per_run) > 1 else None)  # fmt: skip
+    ax.set(xlabel="evaluation length", ylabel="token accuracy", ylim=(0, 1.02))
+    if len(per_run) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> None:
@@ -69,6 +113,17 @@ def main() -> None:
     parser.add_argument("run_dirs", nargs="+", type=Path)
     parser.add_argument("--lengths", nargs="*", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--overall",
+        action="store_true",
+        help="print the whole answer's token accuracy and exact match per length",
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help="write token accuracy against length (one line per run) to a PNG",
+    )
     args = parser.parse_args()
     for d in args.run_dirs:
         if not runs.is_finished(d):
@@ -77,11 +132,22 @@ def main() -> None:
                 "sweep (e.g. runs/addition/<task>/<encoding>/seed0-*)."
             )
     per_run = {str(d): answer_accuracy(d, args.lengths) for d in args.run_dirs}
-    print(f"token accuracy per answer position, mean over {len(per_run)} run(s):")
-    for n in next(iter(per_run.values())):
-        rows = [r[n]["accuracy"] for r in per_run.values()]
-        mean = np.mean(rows, axis=0)
-        print(f"{n:>5}: " + " ".join(f"{a:.2f}" for a in mean))
+    lengths = list(next(iter(per_run.values())))
+    if args.overall:
+        print(f"length: token accuracy, exact match; mean over {len(per_run)} run(s):")
+        for n in lengths:
+            acc, em = (np.mean([r[n][k] for r in per_run.values()])
+                       for k in ("token_accuracy", "exact_match"))  # fmt: skip
+            print(f"{n:>5}: {acc:.3f} {em:.3f}")
+    else:
+        print(f"token accuracy per answer position, mean over {len(per_run)} run(s):")
+        for n in lengths:
+            rows = [r[n]["accuracy"] for r in per_run.values()]
+            mean = np.mean(rows, axis=0)
+            print(f"{n:>5}: " + " ".join(f"{a:.2f}" for a in mean))
+    if args.plot:
+        plot_scan(per_run, args.plot)
+        print(f"Wrote {args.plot}")
     if args.out:
         args.out.write_text(json.dumps(per_run, indent=1))
         print(f"Wrote {args.out}")

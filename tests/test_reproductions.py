@@ -485,18 +485,30 @@ def test_answer_positions_split_a_runs_own_token_accuracy_by_answer_position(
     )
     run = tmp_path / "run"
     train.train(cfg, run, progress=False)
-    own = {r["length"]: r["token_accuracy"] for r in runs.read_jsonl(run / runs.EVAL)}
+    own = {r["length"]: r for r in runs.read_jsonl(run / runs.EVAL)}
     got = script.answer_accuracy(run)
     assert sorted(got) == [4, 6]
     for n, row in got.items():
         assert len(row["accuracy"]) == n + 1 and row["tokens"] == [8] * (n + 1)  # n symbols, END
         weighted = np.dot(row["accuracy"], row["tokens"]) / sum(row["tokens"])
-        assert weighted == pytest.approx(own[n], abs=1e-6), (n, row, own[n])
+        assert weighted == pytest.approx(own[n]["token_accuracy"], abs=1e-6), (n, row, own[n])
+        assert row["token_accuracy"] == pytest.approx(own[n]["token_accuracy"], abs=1e-6)
+        assert row["exact_match"] == pytest.approx(own[n]["exact_match"], abs=1e-6)
     monkeypatch.setattr(sys, "argv", ["answer_positions.py", str(run), "--out",
                                       str(tmp_path / "p.json")])  # fmt: skip
     script.main()
     assert "mean over 1 run(s)" in capsys.readouterr().out
     assert json.loads((tmp_path / "p.json").read_text())[str(run)]["4"]["tokens"] == [8] * 5
+    # --overall: one row per length (any lengths, not only the run's), and the plot.
+    argv = [str(run), "--lengths", "6", "9", "--overall", "--plot", str(tmp_path / "scan.png")]
+    monkeypatch.setattr(sys, "argv", ["answer_positions.py", *argv])
+    script.main()
+    out = capsys.readouterr().out.splitlines()
+    rows = [line.split() for line in out if line[:5].strip().isdigit()]
+    assert [r[0] for r in rows] == ["6:", "9:"]
+    assert float(rows[0][1]) == pytest.approx(own[6]["token_accuracy"], abs=1e-3)
+    assert float(rows[0][2]) == pytest.approx(own[6]["exact_match"], abs=1e-3)
+    assert (tmp_path / "scan.png").read_bytes()[:4] == b"\x89PNG"
     monkeypatch.setattr(sys, "argv", ["answer_positions.py", str(tmp_path)])
     with pytest.raises(SystemExit, match="is not a finished run directory"):
         script.main()
