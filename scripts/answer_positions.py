@@ -24,17 +24,18 @@ sum stops. In Cho et al.'s block (the experiment since 2026-12-03; its three see
 a7489c1, all fit; 22 s): the same picture, the other sum digits .93-1.00 to 16 digits and
 .89-.98 at 24, the carry out and END .79 / .85 at 12, .72 / .79 at 16, .77 / .65 at 24.
 
-Result of --overall on RoPE's copy in the leaderboard (experiments/leaderboard.py: 4 layers,
-d_model 64, 4 heads of 16, base 10,000, trained on 1-16; seed 0 of commit ed5da60, 34 s for 38
-lengths): token accuracy is .06-.09 at most lengths beyond 16 and peaks at 34-38 (.41 / .78 /
-.18), 56 (.15), 76 (.15) and 94-97 (.23 / .40 / .36 / .18), one peak every 20 symbols, at 16 +
-k x 19.87, where 19.87 = 2 pi / 10000^(-1/8) is the wavelength of the head's second rotary
-frequency. There the distance from an answer token back to its source (n + 1) differs from a
-trained one by whole turns of that frequency, and the model reads it as trained (a reading of
-the periodicity, not a measured mechanism). It explains the spike at 96 that every rotary
-encoding in the leaderboard's copy row shows (RoPE, xPos, M-RoPE and the RoPE/NoPE mixture, .15
-to .54 against .06-.11 at the other lengths; only RoPE was scanned): the row's 1x-8x lengths,
-16, 32, ..., 128, meet only that one of the four peaks.
+Result of --overall on the rotary copy runs of the leaderboard (experiments/leaderboard.py: 4
+layers, d_model 64, 4 heads of 16, base 10,000, trained on 1-16; commit ed5da60): RoPE seed 0,
+xPos seed 0 and the RoPE/NoPE mixture seed 1 at 16 and every even length 20-130 (1 min 52 s;
+docs/leaderboard/copy_rotary_length_scan.png). Token accuracy is .06-.10 away from the peaks beyond
+16 and peaks at 36 (.78 / .79 / .92), 56 (.15 / .10 / .32), 76 (.15 / .10 / .34), 96 (.36 / .32
+/ .54) and 116 (.09 / .08 / .23): one peak every 20 symbols, at 16 + k x 19.87, where 19.87 =
+2 pi / 10000^(-1/8) is the wavelength of a head's second rotary frequency. There the distance
+from an answer token back to its source (n + 1) differs from a trained one by whole turns of
+that frequency, and the model reads it as trained (a reading of the periodicity, not a measured
+mechanism). It explains the spike at 96 of every rotary encoding in the leaderboard's copy row
+(RoPE, xPos, M-RoPE and the mixture, .15 to .54 against .06-.11 at the other lengths): the
+row's 1x-8x lengths, 16, 32, ..., 128, meet only that one of the five peaks.
 """
 
 from __future__ import annotations
@@ -99,10 +100,9 @@ def plot_scan(per_run: dict[str, dict[int, dict]], path: Path) -> None:
     for name, rows in per_run.items():
         lengths = sorted(rows)
         ax.plot(lengths, [rows[n]["token_accuracy"] for n in lengths], marker=".",
-                label=Path(name).name if len(per_run) > 1 else None)  # fmt: skip
+                label=f"{Path(name).parent.name} {Path(name).name.split('-')[0]}")  # fmt: skip
     ax.set(xlabel="evaluation length", ylabel="token accuracy", ylim=(0, 1.02))
-    if len(per_run) > 1:
-        ax.legend(fontsize=7)
+    ax.legend(fontsize=7)  # encoding and seed: the run folder's parent and name
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
