@@ -53,10 +53,20 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: not yet run in full. Begun 2026-12-04 (commit ed5da60, as the records say; 2 workers
-at an fp32 peak of 274 GFLOP/s): 54 of copy's 84 runs (18 of its 28 encodings, 51 of the 54 fit
-at 16) in 47 min, their records in docs/leaderboard/runs; the rest of copy resumes with the
-commands above, and its tables are written once the row is complete.
+Result: not yet run in full. The copy row, 27 of its 28 encodings (81 runs, 77 fit at 16;
+records in docs/leaderboard/runs): begun 2026-12-04 (commit ed5da60, 54 runs in 47 min),
+finished 2026-12-05 at the same commit (27 runs in 42 min, 2 workers, fp32 peak 247 GFLOP/s).
+Score at 2x (32 symbols), exact match with unfit seeds as 0: NAPE under entmax15 (ASEntmax) .76,
+NAPE .73, Kerple .70, ALiBi .68, FIRE .31, forgetting gate .30, DAPE .13, CoPE .11, T5 .07, HoPE
+.02, every other encoding 0 (NoPE, integer, normalized integer and temperature fit 2 of 3). At
+8x (128) no encoding passes .01; token accuracy at 8x leads with ASEntmax .94, NAPE .89, Kerple
+.72, ALiBi .62, the rotary family at .06-.09. Left out: PaTH, whose packed training had not
+reached step 100 after 28 min (more than 16 s a step beside one other worker, so at least 9 h to
+the 2,000-step cap): PaTH's CPU step has to get cheaper, or its rows run with --scale gpu,
+before the table can hold it. The sweep writes the row's tables once PaTH's runs are finished
+too. Every rotary encoding's token accuracy at 96 (6x, not a column of the table) stands out at
+.15-.54: one of a row of peaks 19.87 symbols apart, the wavelength of RoPE's second frequency
+(scripts/answer_positions.py, docs/leaderboard/copy_rotary_length_scan.png).
 """
 
 import dataclasses
