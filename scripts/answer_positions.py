@@ -27,16 +27,16 @@ other sum digits .96-1.00 to 24 digits, the carry out and END .83 / .89 at 12, .
 
 Result of --overall on the rotary copy runs of the leaderboard (experiments/leaderboard.py: 4
 layers, d_model 64, 4 heads of 16, base 10,000, trained on 1-16, all fit at 16; commit ed5da60):
-RoPE seed 0, xPos seed 0 and the RoPE/NoPE mixture seed 1 at 16 and every even length 20-130 (1
-min 52 s; docs/leaderboard/copy_rotary_length_scan.png). Token accuracy is .06-.10 away from the
-peaks beyond 16 and peaks at 36 (.78 / .79 / .92), 56 (.15 / .10 / .32), 76 (.15 / .10 / .34),
-96 (.36 / .32 / .54) and 116 (.09 / .08 / .23): one peak every 20 symbols, at 16 + k x 19.87,
-where 19.87 = 2 pi / 10000^(-1/8) is the wavelength of a head's second rotary frequency. There
-the distance from an answer token back to its source (n + 1) differs from a trained one by whole
-turns of that frequency, and the model reads it as trained (a reading of the periodicity, not a
-measured mechanism). It explains the spike at 96 of every rotary encoding in the leaderboard's
-copy row (RoPE, xPos, M-RoPE and the mixture, .15 to .54 against .06-.11 at the other lengths):
-the row's 1x-8x lengths, 16, 32, ..., 128, meet only that one of the five peaks.
+RoPE seed 0, xPos seed 0 and the RoPE/NoPE mixture seed 1 at 16 and every even length 20-130
+(1 min 52 s; docs/leaderboard/copy_rotary_length_scan.png). Token accuracy is .06-.10 away from
+the peaks beyond 16 and peaks at 36 (.78 / .79 / .92), 56 (.15 / .10 / .32), 76 (.15 / .10 /
+.34), 96 (.36 / .32 / .54) and 116 (.09 / .08 / .23): one peak every 20 symbols, at 16 + k x
+19.87, where 19.87 = 2 pi / 10000^(-1/8) is the wavelength of a head's second rotary frequency.
+There the distance from an answer token back to its source (n + 1) differs from a trained one by
+whole turns of that frequency, and the model reads it as trained (a reading of the periodicity,
+not a measured mechanism). It explains the spike at 96 of every rotary encoding in the
+leaderboard's copy row (RoPE, xPos, M-RoPE and the mixture, .15 to .54 against .06-.11 at the
+other lengths): the row's 1x-8x lengths, 16, 32, ..., 128, meet only that one of the five peaks.
 """
 
 from __future__ import annotations
