@@ -196,8 +196,9 @@ class TrainConfig:
     stop_when_fit: bool = False
     """Train until fit: every fit_check_every steps, score exact match at the training length on
     the held-out sequences that evaluation scores there (one compiled program, on device) and
-    stop once every packed seed reaches fit_threshold; `steps` is the cap. Each seed's first fit
-    step goes to its fit.jsonl and to results.csv."""
+    stop once it reaches fit_threshold; `steps` is the cap. A packed seed found fit is frozen
+    there (its parameters and optimizer state kept) while its pack-mates train on, so it ends as
+    it would alone. Each seed's fit step goes to its fit.jsonl and to results.csv."""
     fit_check_every: int = 50
     """Steps between the fit checks of stop_when_fit (a multiple of steps_per_dispatch)."""
 

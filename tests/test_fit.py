@@ -93,23 +93,41 @@ def test_without_stop_when_fit_a_run_still_gets_a_verdict_and_no_checks(tmp_path
         is False  # fmt: skip
 
 
-def test_packed_seeds_record_their_own_fit_steps_and_stop_when_all_are_fit(tmp_path):
+def test_packed_seeds_stop_at_their_own_fit_as_each_would_alone(tmp_path):
     cfgs = [dataclasses.replace(BASE, seed=s) for s in (0, 1, 2)]
     dirs = [tmp_path / f"seed{s}" for s in (0, 1, 2)]
     train.train_group(cfgs, dirs, progress=False)
     checks = [runs.read_jsonl(d / runs.FIT) for d in dirs]
-    stop = checks[0][-1]["step"]
-    assert all(c[-1]["step"] == stop for c in checks)
-    # Training stopped at the first check at which every seed was fit, not before.
-    all_fit = [all(c[i]["fit"] for c in checks) for i in range(len(checks[0]))]
-    assert all_fit.index(True) == len(all_fit) - 1
-    firsts = [next(r["step"] for r in c if r["fit"]) for c in checks]
+    firsts = [c[-1]["step"] for c in checks]
+    # Each seed's checks end at its first fit; training stopped at the last of them.
+    for c in checks:
+        assert [r["fit"] for r in c] == [False] * (len(c) - 1) + [True]
+    assert len(set(firsts)) > 1, "the test needs seeds that fit at different checks"
     assert [next(runs.eval_rows([d]))["fit_step"] for d in dirs] == firsts
-    assert max(firsts) == stop
-    # Each seed alone reaches the same first fit step (its numbers do not depend on the pack).
-    alone = tmp_path / "alone1"
-    train.train(cfgs[1], alone, progress=False)
-    assert next(runs.eval_rows([alone]))["fit_step"] == firsts[1]
+    assert checkpoints.steps(dirs[0])[-1] == max(firsts)
+    # Each seed alone stops where it stopped in the pack, with the same rows and evaluation:
+    # a seed fit early is frozen there, not trained on with its pack-mates.
+    for s in (firsts.index(min(firsts)), firsts.index(max(firsts))):
+        alone = tmp_path / f"alone{s}"
+        train.train(cfgs[s], alone, progress=False)
+        assert rows(alone / runs.FIT) == rows(dirs[s] / runs.FIT)
+        assert [r["step"] for r in rows(alone / runs.METRICS)] == [
+            r["step"] for r in rows(dirs[s] / runs.METRICS)
+        ]
+        for a, b in zip(rows(alone / runs.EVAL), rows(dirs[s] / runs.EVAL), strict=True):
+            assert a["length"] == b["length"]
+            assert a["token_accuracy"] == pytest.approx(b["token_accuracy"], abs=1e-3)
+            assert a["exact_match"] == pytest.approx(b["exact_match"], abs=1e-3)
+
+
+def test_a_checkpoint_trained_past_a_fit_by_an_earlier_version_is_refused(tmp_path):
+    run = tmp_path / "run"
+    train.train(with_train(BASE, steps=40, stop_when_fit=True), run, progress=False)
+    # What the earlier version left: a fit at step 20, rows and a checkpoint after it.
+    runs.write_jsonl(run / runs.FIT, [{"step": 20, "exact_match": 1.0, "fit": True}])
+    (run / runs.DONE).unlink()
+    with pytest.raises(ValueError, match="trained on to its checkpoint of step 40.*Delete"):
+        train.train(with_train(BASE, steps=40, stop_when_fit=True), run, progress=False)
 
 
 @pytest.mark.parametrize("interrupt_at", ["before_the_stop", "at_the_stop"])

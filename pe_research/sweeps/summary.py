@@ -454,7 +454,7 @@ def write_summary(
         efficiency = (
             "## Steps to fit\n\nThe first fit check (every train.fit_check_every steps) at "
             "which each seed's exact match at the training length reached the threshold; "
-            f"training stopped once every packed seed was fit.\n\n{efficiency}\n"
+            f"each seed stopped training there.\n\n{efficiency}\n"
         )
     runs.write_atomic(
         md_path,

@@ -106,6 +106,8 @@ def train_group(
     # What a checkpoint must hold: the data and position streams of the run's seed.
     keys = [{"data": prog.data_keys[s], "positions": prog.pos_keys[s]} for s in model_of]
     start, state = _resume(run_dirs, prog, model_of, keys) if resume else (0, prog.state)
+    if start and cfg.train.stop_when_fit:
+        _check_trained_past_fit(run_dirs, start)
     log = RunLog(
         run_dirs,
         model_of,
@@ -192,6 +194,21 @@ def _resume(
     return start, jax.device_put(stack_models(per_model), shardings)
 
 
+def _check_trained_past_fit(run_dirs: list[Path], start: int) -> None:
+    """ValueError if a run resumed from step `start` logged steps after its first fit: its
+    checkpoint was written by a version of this code that trained fit packed seeds on, so it
+    holds parameters past the fit that this version would have frozen."""
+    for d in run_dirs:
+        fit = [c["step"] for c in runs.read_jsonl(d / runs.FIT) if c["fit"] and c["step"] <= start]
+        if fit and any(fit[0] < r["step"] <= start for r in runs.read_jsonl(d / runs.METRICS)):
+            raise ValueError(
+                f"{d} was found fit at step {fit[0]} but trained on to its checkpoint of step "
+                f"{start} (packed seeds trained until all were fit before pe_research froze "
+                "each at its own fit): its checkpoints cannot resume this version. Delete "
+                f"{d / runs.CHECKPOINTS} (or the run directory) to train it again."
+            )
+
+
 def _loop(
     cfg: RunConfig,
     prog: Program,
@@ -207,42 +224,48 @@ def _loop(
     disk before it is saved.
 
     With `fit_check` (train.stop_when_fit), every fit_check_every steps the check's row goes to
-    fit.jsonl, and once every live run is fit the loop logs and checkpoints that step and stops.
-    A run resumed from the checkpoint of such a stop checks again and does not train on.
+    the fit.jsonl of each run still training; a run found fit gets that step logged and
+    checkpointed and its model frozen (`RunLog.active_models`: the step keeps its parameters and
+    optimizer state), so it ends as it would have alone, and once every live run is fit the loop
+    stops. A run resumed from a checkpoint reads its fits back from fit.jsonl.
     """
     steps, log_every, per_call = cfg.train.steps, cfg.train.log_every, cfg.train.steps_per_dispatch
     check_every = cfg.train.fit_check_every
-    if fit_check is not None and start and start % check_every == 0:
-        if log.all_fit(fit_check(state.params)):  # its row is in fit.jsonl already
-            return state
+    if fit_check is not None and log.all_fit():  # resumed from the checkpoint of the stop
+        return state
+    active_S = prog.placed(log.active_models())
     seeds = log.num_models
     desc = f"{cfg.task.name}/{cfg.encoding.label()}" + (f" x{seeds} seeds" if seeds > 1 else "")
     pending = None
     with tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False) as bar:
         for step in range(start + per_call, steps + 1, per_call):
-            state, metrics = prog.run(state)
+            state, metrics = prog.run(state, active_S)
             if pending is not None:
                 row = log.write(*pending)
-                bar.set_postfix(
-                    loss=f"{row['loss']:.3f}",
-                    acc=f"{row['token_accuracy']:.3f}",
-                    tok_s=f"{row['tokens_per_s']:.0f}",
-                )
+                if row:
+                    bar.set_postfix(
+                        loss=f"{row['loss']:.3f}",
+                        acc=f"{row['token_accuracy']:.3f}",
+                        tok_s=f"{row['tokens_per_s']:.0f}",
+                    )
                 pending = None
-            fit = False
+            fit = newly_fit = False
             if fit_check is not None and step % check_every == 0:
                 jax.block_until_ready(state.params)  # time the check, not the queued steps
                 t0 = time.perf_counter()
                 exact_match_S = fit_check(state.params)
                 fit = log.write_fit(step, exact_match_S, time.perf_counter() - t0)
+                newly_fit = step in log.fit_at.values()
+                if newly_fit:
+                    active_S = prog.placed(log.active_models())
                 bar.set_postfix(fit_exact_match=f"{float(exact_match_S.min()):.3f}")
-            if step % log_every == 0 or step == steps or fit:
+            if step % log_every == 0 or step == steps or newly_fit:
                 # Only logged calls pay for it: the row is of the last step of the call.
                 pending = (
                     step,
                     metrics if per_call == 1 else jax.tree.map(lambda m: m[-1], metrics),
                 )
-            if ckpt.due(step) or fit:
+            if ckpt.due(step) or newly_fit:
                 if pending is not None:  # rows up to a checkpoint are on disk before it
                     log.write(*pending)
                     pending = None

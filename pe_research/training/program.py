@@ -102,11 +102,19 @@ class Program(NamedTuple):
     sample: Any  # compiled (data_keys, pos_keys, step_S) -> the groups of one call of `step`
     values: Any  # each model's packable numbers (hyperparameters.Values of [S] arrays)
     compile_s: float  # compiling the step and the sampler; 0 for a step compiled before
+    all_active: jax.Array  # [S] True: every model trains
 
-    def run(self, state: TrainState) -> tuple[TrainState, Any]:
-        """One call: sample the batches of the next steps on device, then train on them."""
+    def placed(self, active_S: Any) -> jax.Array:
+        """[S] bools on the devices of the packed state (an argument of `run`)."""
+        return jax.device_put(jnp.asarray(active_S, bool), self.all_active.sharding)
+
+    def run(self, state: TrainState, active_S: jax.Array | None = None) -> tuple[TrainState, Any]:
+        """One call: sample the batches of the next steps on device, then train on them. Models
+        whose `active_S` is False keep their parameters and optimizer state (their step count
+        and metrics go on); default: all train."""
         groups = self.sample(self.data_keys, self.pos_keys, state.step)
-        return self.step(state, groups, self.values)
+        active_S = self.all_active if active_S is None else active_S
+        return self.step(state, groups, self.values, active_S)
 
 
 def program_key(cfg: RunConfig) -> RunConfig:
@@ -143,10 +151,27 @@ _STEPS_LOCK = threading.Lock()
 KEEP_STEPS = 8
 
 
+def _frozen_unless_active(step):
+    """The one-model step with a flag `active`: when False the model keeps its parameters and
+    optimizer state (a packed seed that is fit trains no further, as it would stop alone)."""
+
+    def masked(state: TrainState, groups: Any, values: Any, active: jax.Array):
+        new, metrics = step(state, groups, values)
+
+        def keep(x: Any, old: Any) -> Any:
+            return jax.tree.map(lambda n, o: jnp.where(active, n, o), x, old)
+
+        return new._replace(
+            params=keep(new.params, state.params), opt_state=keep(new.opt_state, state.opt_state)
+        ), metrics
+
+    return masked
+
+
 def _compiled_step(
-    cfg: RunConfig, graphdef: nnx.GraphDef, num_models: int, place, state, groups, values
+    cfg: RunConfig, graphdef: nnx.GraphDef, num_models: int, place, state, groups, values, active
 ):
-    key = (program_key(cfg), num_models, place.batch, _shapes((state, groups, values)))
+    key = (program_key(cfg), num_models, place.batch, _shapes((state, groups, values, active)))
     with _STEPS_LOCK:
         entry = _STEPS.get(key)
         mine = entry is None
@@ -160,15 +185,16 @@ def _compiled_step(
     try:
         # Built from the key, not from cfg: the step cannot read the task, the seed or a
         # packable number (those come in `values`).
-        step = make_batch_step(key[0], graphdef, place.batch)
+        step = _frozen_unless_active(make_batch_step(key[0], graphdef, place.batch))
         step = _with_model_axis(step) if num_models == 1 else jax.vmap(step)
         if cfg.train.steps_per_dispatch > 1:  # groups carry a leading axis of steps
             one_step = step
 
-            def step(state: TrainState, groups_T: Any, values: Any):
-                return jax.lax.scan(lambda s, g: one_step(s, g, values), state, groups_T)
+            def step(state: TrainState, groups_T: Any, values: Any, active: Any):
+                return jax.lax.scan(lambda s, g: one_step(s, g, values, active), state, groups_T)
 
-        entry.set_result(jax.jit(step, donate_argnums=0).lower(state, groups, values).compile())
+        lowered = jax.jit(step, donate_argnums=0).lower(state, groups, values, active)
+        entry.set_result(lowered.compile())
     except BaseException as e:
         entry.set_exception(e)
         with _STEPS_LOCK:
@@ -213,9 +239,11 @@ def build_program(
     state = jax.jit(jax.vmap(init), out_shardings=place.state)(keys.init)
     data_keys, pos_keys = (jax.device_put(k, place.state) for k in (keys.data, keys.positions))
     values_S = jax.device_put(hyperparameters.stack(values), place.state)
+    all_active = jax.device_put(jnp.ones(S, bool), place.state)
     t0 = time.perf_counter()
     sample = _compiled_sampler(cfg, S, data_keys, pos_keys, state.step)
-    step = _compiled_step(cfg, graphdef, S, place, state, sample.out_info, values_S)
+    step = _compiled_step(cfg, graphdef, S, place, state, sample.out_info, values_S, all_active)
+    compile_s = time.perf_counter() - t0
     return Program(
-        graphdef, state, data_keys, pos_keys, step, sample, values_S, time.perf_counter() - t0
+        graphdef, state, data_keys, pos_keys, step, sample, values_S, compile_s, all_active
     )

@@ -2,11 +2,11 @@
 once fit), eval.jsonl, its TensorBoard event file, and whether the run has failed.
 
 Rows are appended as training goes; a run whose loss becomes NaN or inf is marked failed (its
-FAILED file, with the step) and gets no more rows. Rows after the step a run resumes from
-(logged after the checkpoint it restarts at) are dropped first, so the file reads as one run;
-the event file is then rebuilt from the rows kept (runs.events) and takes each new row after
-its JSONL file has it.
-"""
+FAILED file, with the step) and gets no more rows, and a run trained until fit gets none after
+its first fit (its model is frozen there: `active_models`), as if it had trained alone. Rows
+after the step a run resumes from (logged after the checkpoint it restarts at) are dropped
+first, so the file reads as one run; the event file is then rebuilt from the rows kept
+(runs.events) and takes each new row after its JSONL file has it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 
 from pe_research import runs
 
@@ -57,6 +58,13 @@ class RunLog:
         self._fit_files = (
             [] if fit_threshold is None else [_open_rows(d / runs.FIT, start) for d in run_dirs]
         )
+        # run -> the step of its first fit check that found it fit (read back on resume).
+        self.fit_at: dict[int, int] = {}
+        if fit_threshold is not None:
+            for r, d in enumerate(run_dirs):
+                first = next((c["step"] for c in runs.read_jsonl(d / runs.FIT) if c["fit"]), None)
+                if first is not None:
+                    self.fit_at[r] = first
         self._events = [runs.open_events(d) for d in run_dirs]  # after the rows are cut back
 
     def __enter__(self) -> RunLog:
@@ -70,14 +78,29 @@ class RunLog:
         """Runs that have not failed."""
         return [r for r in range(len(self.run_dirs)) if r not in self.failed]
 
+    def training(self, step: int) -> list[int]:
+        """Live runs still training at `step`: not yet fit before it."""
+        return [r for r in self.live() if self.fit_at.get(r, step) >= step]
+
+    def active_models(self) -> np.ndarray:
+        """[S] bools: which models of the pack still train. A model is frozen (its parameters
+        and optimizer state kept) once every live run reading it is fit, or once all its runs
+        failed, so that a packed seed stops where it would have stopped alone."""
+        active = np.zeros(self.num_models, bool)
+        for r in self.live():
+            active[self.model_of[r]] |= r not in self.fit_at
+        return active
+
     def write(self, step: int, metrics_S: dict[str, jax.Array]) -> dict[str, Any]:
-        """Fetch the metrics of `step` (one step late) and append a row to each live run's file;
-        returns the last row. TrainingDiverged once every run has failed."""
+        """Fetch the metrics of `step` (one step late) and append a row to the file of each run
+        still training (`training`); returns the last row. TrainingDiverged once every run has
+        failed."""
         metrics_S = jax.device_get(metrics_S)
         now = time.perf_counter()
         tok_s = (step - self._last_step) * self.tokens_per_step / (now - self._last_time)
         self._last_step, self._last_time = step, now
-        for r in self.live():
+        row: dict[str, Any] = {}
+        for r in self.training(step):
             row = {"step": step, **{m: float(v[self.model_of[r]]) for m, v in metrics_S.items()}}
             row.update(tokens_per_s=round(tok_s, 1), elapsed_s=round(now - self._t_start, 3))
             if self.num_models > 1:
@@ -94,18 +117,21 @@ class RunLog:
             )
         return row
 
-    def all_fit(self, exact_match_S: Any) -> bool:
-        """Whether every live run's model reaches the fit threshold."""
-        return all(exact_match_S[self.model_of[r]] >= self.fit_threshold for r in self.live())
+    def all_fit(self) -> bool:
+        """Whether every live run has been found fit."""
+        return all(r in self.fit_at for r in self.live())
 
     def write_fit(self, step: int, exact_match_S: Any, seconds: float) -> bool:
         """Append a fit-check row (step, exact match at the training length, whether it is fit,
-        the check's seconds) to each live run's fit.jsonl; returns `all_fit`."""
-        for r in self.live():
+        the check's seconds) to the fit.jsonl of each run still training, and record the runs
+        found fit; returns `all_fit`."""
+        for r in self.training(step):
             em = float(exact_match_S[self.model_of[r]])
             row = {"step": step, "exact_match": em, "fit": em >= self.fit_threshold}
             self._append(r, {**row, "check_s": round(seconds, 4)}, self._fit_files, runs.FIT)
-        return self.all_fit(exact_match_S)
+            if row["fit"]:
+                self.fit_at[r] = step
+        return self.all_fit()
 
     def _fail(self, r: int, step: int, loss: float) -> None:
         self.failed[r] = step
