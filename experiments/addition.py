@@ -136,16 +136,17 @@ at 12, .60 at 16, .40 at 24 and .05 at 32.
 What this shows, and what it does not:
 - The paper's headline model (learned absolute + coupling, 1 layer) learns 1-8 digit addition in
   every seed, on the edge of the fit threshold at this cap: exact match at 8 digits .92, 1.00 and
-  .95 at step 4,000 (seeds 0-2; seed 0 crossed .95 at 3,600-3,700 and fell back, seed 2 ended at
-  .945). The round of 2026-12-03 (commit 81e4cc3) fit 3 of 3 by 1,700-2,400 steps with the same
-  seeds; the model code has changed since (among others the q/k/v split of e52d235 and the key
-  handling of the dropout option, 8b9fbd3; which change moves these runs was not traced), and a
-  fit count of 3 runs at a .95 threshold moves with such changes, while the picture below (what
-  extrapolates, and about how far) stays. Its table must start as the paper's does (N(0, 1)): at
-  our default std 0.02 it did not learn at all (below). The step cap is part of the recipe: a
-  cosine schedule over 10,000 steps keeps the rate high for longer, and with it only 1 of 3 seeds
-  fit (2026-12-03: exact match at 8 digits .77, 1.00, .95 by 10,000; at 12 / 16 / 32: .40 / .28 /
-  .02).
+  .95 at step 4,000 (seeds 0-2; seed 0 crossed .95 at 3,600-3,700 and fell back, as packed seeds
+  then trained on until all were fit (since 2026-12-05 each stops at its own first fit, as it would
+  alone: seed 0 would stop at 3,600, fit); seed 2 ended at .945). The round of 2026-12-03 (commit
+  81e4cc3) fit 3 of 3 by 1,700-2,400 steps with the same seeds; the model code has changed since
+  (among others the q/k/v split of e52d235 and the key handling of the dropout option, 8b9fbd3;
+  which change moves these runs was not traced), and a fit count of 3 runs at a .95 threshold moves
+  with such changes, while the picture below (what extrapolates, and about how far) stays. Its table
+  must start as the paper's does (N(0, 1)): at our default std 0.02 it did not learn at all (below).
+  The step cap is part of the recipe: a cosine schedule over 10,000 steps keeps the rate high for
+  longer, and with it only 1 of 3 seeds fit (2026-12-03: exact match at 8 digits .77, 1.00, .95 by
+  10,000; at 12 / 16 / 32: .40 / .28 / .02).
 - It extrapolates further than any other variant, and far short of the paper's claim: exact
   match .68 at 12 digits (1.5x), .56 at 16 (2x), .36 at 24, .06 at 32 (4x), with token accuracy
   still .94 at 32; the seeds .59-.81 at 12 and .05-.08 at 32 (2026-12-03: .55, .39, .17, .07).

@@ -190,15 +190,17 @@ Verdict against the paper, and against the own head:
   paper's 0: its lead here belongs to the small model and recipe, not to the encoding.
 - copy: the paper's T5 fits and reaches .54 (theirs .42), but ALiBi (.91) and Rotary 25% (.83)
   lead where the paper has them at .33 and .01; NoPE fits no seed by the 2,000-step cap.
-- reverse: the tied head learns it more slowly (with the own head 19 of 21 fit by 2,200-3,800
-  steps; with the tied head 7 of 21 by 4,000), so its cap is 8,000: 17 of 21 fit, by 3,000-7,700
-  steps. The paper's T5 is the one that still does not (exact match at 20 of .90-.95 at step
-  8,000; one seed crossed .95 at 7,300 and fell back), and its .25 sits on the paper's .24.
-  Sinusoidal fails as in the paper (.04, theirs .02) and NoPE is near it (.36, theirs .23); ALiBi
-  (.41, theirs .17) leads again where the paper has it behind NoPE and T5, as on copy. Rotary
-  25% (.43) is the mean of seeds at .37, .00 and .92, all fit: at this scale which seed you draw
-  decides whether partial rotary extrapolates reverse at all. What the longer cap changed: NoPE
-  .21 -> .36 and ALiBi .43 -> .41 as unfit runs became fit ones, the paper's T5 .10 -> .25.
+- reverse: the tied head learns it more slowly (with the own head 19 of 21 fit by 2,200-3,800 steps;
+  with the tied head 7 of 21 by 4,000), so its cap is 8,000: 17 of 21 fit, by 3,000-7,700 steps. The
+  paper's T5 is the one that still does not (exact match at 20 of .90-.95 at step 8,000; one seed
+  crossed .95 at 7,300 and fell back, as packed seeds then trained on until all were fit; since
+  2026-12-05 a packed seed stops at its own first fit, as it would alone, so that seed would stop
+  there, fit), and its .25 sits on the paper's .24. Sinusoidal fails as in the paper (.04, theirs
+  .02) and NoPE is near it (.36, theirs .23); ALiBi (.41, theirs .17) leads again where the paper
+  has it behind NoPE and T5, as on copy. Rotary 25% (.43) is the mean of seeds at .37, .00 and .92,
+  all fit: at this scale which seed you draw decides whether partial rotary extrapolates reverse at
+  all. What the longer cap changed: NoPE .21 -> .36 and ALiBi .43 -> .41 as unfit runs became fit
+  ones, the paper's T5 .10 -> .25.
 So the paper's head moves count_copy's NoPE, copy's T5 and (unfit) reverse's T5 onto the paper's
 numbers and nothing else towards them; the order still differs (here ALiBi first by MRR and T5
 fourth; there T5 and NoPE ahead). What still differs from the paper at this scale (the protocol

@@ -140,11 +140,13 @@ two among them, so it does not compare with ours directly. Two findings the pape
 learned positions with randomized ones do not train at this recipe on either task (training token
 accuracy about .6 and loss .61-.65 through 4,000 steps, where contiguous learned fits by step
 600-1,000: each of 256 table rows is drawn in about 13% of sequences of 33 tokens), and randomized
-runs rarely end fit at 16 (9 of the 30 evaluated with randomized positions: packed seeds train until
-all fit or the cap, and on reverse 2 had crossed .95 at a fit check near the cap and fallen back),
-so the fit-gated gain rests on 6 pairs. docs/reproductions.md shows these runs; their records are in
-docs/reproductions/runs/randomized (copy them back to runs/randomized before `pe-research sweep
-randomized` or `report`, or the sweep trains all 90 again).
+runs rarely end fit at 16 (9 of the 30 evaluated with randomized positions: packed seeds then
+trained until all fit or the cap, and on reverse 2 had crossed .95 at a fit check near the cap and
+fallen back; since 2026-12-05 each packed seed stops at its own first fit, as it would alone, so a
+those 2 would stop there, fit), so the fit-gated gain rests on 6 pairs. docs/reproductions.md shows
+these runs; their records are in docs/reproductions/runs/randomized (copy them back to
+runs/randomized before `pe-research sweep randomized` or `report`, or the sweep trains all 90
+again).
 
 Cost before this run, for the record: scripts/sweep_cost.py timed two of the sweep's trainings on
 2026-12-01 with other jobs on the machine: 1.8-4.7 s per step at a measured fp32 matmul peak of
