@@ -3,6 +3,8 @@
 or against its reference's rule; their errors."""
 
 import dataclasses
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -10,12 +12,12 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from pe_research import encodings, positions, tasks
+from pe_research import encodings, positions, runs, tasks
 from pe_research import model as model_lib
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.encodings import DAPE, NAPE, FoPE, PaTH, PoPE, Temperature
 from pe_research.encodings.bias import ALiBi
-from pe_research.encodings.path import householder_logits
+from pe_research.encodings.path import householder_logits, unit_lower_inverse
 from pe_research.encodings.rotary import HoPE
 
 DIMS = encodings.Dims(d_model=32, num_heads=4, head_dim=8)
@@ -434,3 +436,37 @@ def test_every_new_encoding_is_registered_and_round_trips():
         enc = encodings.get(name)
         assert type(enc) is cls and encodings.from_dict(encodings.to_dict(enc)) == enc
     assert ALiBi() == DAPE().prior_encoding
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 8, 9, 16])
+def test_unit_lower_inverse_is_the_inverse_in_float64(size):
+    a = np.tril(np.random.default_rng(size).normal(size=(3, size, size)), k=-1)
+    with jax.enable_x64(True):
+        got = np.asarray(unit_lower_inverse(jnp.asarray(a)))
+    np.testing.assert_allclose(got, np.linalg.inv(np.eye(size) + a), rtol=1e-10, atol=1e-10)
+
+
+PATH_STEPS = """
+import sys
+from pe_research import encodings, tasks, train
+from pe_research.config import ModelConfig, RunConfig, TrainConfig
+cfg = RunConfig(task=tasks.get("copy"), encoding=encodings.get("path"),
+                model=ModelConfig(num_layers=1),
+                train=TrainConfig(steps=3, batch_size=64, train_length=16, length_buckets=2))
+train.train(cfg, sys.argv[1], progress=False)
+"""
+
+
+def test_path_trains_past_its_first_step_on_cpu(tmp_path):
+    """The configuration whose second step deadlocked XLA's CPU runtime while PaTH's inverse was
+    a triangular solve (`unit_lower_inverse`): three steps must finish, in a process of their
+    own so that a deadlock fails the test instead of hanging the suite."""
+    run = tmp_path / "run"
+    try:
+        subprocess.run(
+            [sys.executable, "-c", PATH_STEPS, str(run)], check=True, timeout=240,
+            capture_output=True, text=True,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        pytest.fail("PaTH's training step did not finish 3 steps in 240 s (a deadlock?)")
+    assert [r["step"] for r in runs.read_jsonl(run / runs.METRICS)][-1] == 3

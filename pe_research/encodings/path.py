@@ -10,11 +10,11 @@ accumulated from what the tokens in between say, so it can count, skip or undo. 
 H_t lie in [-1, 1] (beta > 1 gives negative ones, which the reference allows on purpose).
 
 Reference: fla-org/flash-linear-attention, fla/layers/path_attn.py (the layer) and
-fla/ops/path_attn/naive.py (the computation). As there, the logits come from the UT transform
-in chunks of CHUNK tokens: within a chunk, the product of its Householders is
-I - W^T T (beta W) with T = (I + strictly_lower(beta W W^T))^-1 (one unit-triangular solve);
-a query is carried back across earlier chunks by their products (a scan over chunks). Chunks
-keep T's growth bounded in float32.
+fla/ops/path_attn/naive.py (the computation). As there, the logits come from the UT transform in
+chunks of CHUNK tokens: within a chunk, the product of its Householders is I - W^T T (beta W)
+with T = (I + strictly_lower(beta W W^T))^-1 (a unit-triangular inverse, `unit_lower_inverse`); a
+query is carried back across earlier chunks by their products (a scan over chunks). Chunks keep
+T's growth bounded in float32.
 
 What w_t and beta_t read. The reference computes w_t = l2norm(silu(shortconv(W_w x_t))) (a
 causal depthwise convolution of width 3 over the tokens) and beta_t = 2 sigmoid(W_beta x_t + b)
@@ -41,6 +41,25 @@ from pe_research.encodings.base import Dims, Encoding, Params, require_scaled_lo
 CHUNK = 16
 
 
+def unit_lower_inverse(a_XCC: jax.Array) -> jax.Array:
+    """(I + A)^-1 for strictly lower triangular C x C matrices A, by matrix products only.
+
+    A is nilpotent (A^C = 0), so (I + A)^-1 = sum_(n < C) (-A)^n = (I - A)(I + A^2)(I + A^4)...
+    up to the factor with (-A)^(2^j), 2^(j+1) >= C: 2 log2(C) batched products. A triangular
+    solve gives the same matrix, but with it XLA's CPU runtime deadlocked running the compiled
+    training step (every thread waiting, from the second step on, at batch 64 in 2 length
+    buckets; jax 0.10.2, 2026-12-05); products run anywhere, and batch well on accelerators.
+    """
+    C = a_XCC.shape[-1]
+    x = -a_XCC
+    inverse = jnp.eye(C, dtype=a_XCC.dtype).reshape((1,) * (x.ndim - 2) + (C, C)) + x
+    power = x
+    for _ in range(max(C - 1, 1).bit_length() - 1):  # factors (I + x^2), (I + x^4), ...
+        power = power @ power
+        inverse = inverse + inverse @ power
+    return inverse
+
+
 def householder_logits(
     q_BHLK: jax.Array, k_BHLK: jax.Array, w_BHLK: jax.Array, beta_BHL: jax.Array
 ) -> jax.Array:
@@ -59,16 +78,12 @@ def householder_logits(
     bw_BHNCK = beta[..., None] * w
     strict_111CC = jnp.tril(jnp.ones((C, C), bool), k=-1)[None, None, None]
     lower_111CC = jnp.tril(jnp.ones((C, C), bool))[None, None, None]
-    eye_111CC = jnp.eye(C, dtype=q.dtype)[None, None, None]
 
     def mm(a: jax.Array, b: jax.Array) -> jax.Array:  # a @ b^T over the last axes
         return jnp.einsum("...ck,...dk->...cd", a, b)
 
     # T = (I + strictly_lower(beta W W^T))^-1: unit lower triangular.
-    unit_lower = eye_111CC + jnp.where(strict_111CC, mm(bw_BHNCK, w), 0.0)
-    t_BHNCC = jax.scipy.linalg.solve_triangular(
-        unit_lower, jnp.broadcast_to(eye_111CC, unit_lower.shape), lower=True, unit_diagonal=True
-    )
+    t_BHNCC = unit_lower_inverse(jnp.where(strict_111CC, mm(bw_BHNCK, w), 0.0))
     # [a, j] = beta_a w_a . k_j for a > j: the Householders after key j, within the chunk.
     twbk = t_BHNCC @ jnp.where(strict_111CC, mm(bw_BHNCK, k), 0.0)
     qw = jnp.where(lower_111CC, mm(q, w), 0.0)  # [i, a] = q_i . w_a for a <= i
