@@ -121,9 +121,9 @@ def test_interrupted_packed_multistep_windows_resume_bit_identically(tmp_path, m
     calls = {"n": 0}
     run = program.Program.run
 
-    def run_then_die(self, state):
+    def run_then_die(self, state, active_S=None):
         calls["n"] += 1
-        out = run(self, state)
+        out = run(self, state, active_S)
         if calls["n"] == 5:  # steps 9-10 dispatched after the checkpoint of step 8
             raise Killed
         return out
