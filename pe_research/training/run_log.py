@@ -6,7 +6,8 @@ FAILED file, with the step) and gets no more rows, and a run trained until fit g
 its first fit (its model is frozen there: `active_models`), as if it had trained alone. Rows
 after the step a run resumes from (logged after the checkpoint it restarts at) are dropped
 first, so the file reads as one run; the event file is then rebuilt from the rows kept
-(runs.events) and takes each new row after its JSONL file has it."""
+(runs.events) and takes each new row after its JSONL file has it.
+"""
 
 from __future__ import annotations
 
