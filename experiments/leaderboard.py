@@ -57,18 +57,18 @@ Result: not yet run in full; the copy row is complete (84 runs, 80 fit at 16; re
 docs/leaderboard/runs, its tables in docs/leaderboard/copy_row_summary.md and
 copy_row_leaderboard_exact_match.png). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in
 47 min, then 27 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one
-at their own fit: their seeds trained on until all three were fit. PaTH's 3 ran 2026-12-05 at commit
-3f3371d (1 worker beside another sweep, 16 min; fit at steps 1,400-1,600), after its triangular
-solve, which deadlocked XLA's CPU runtime from the second step on, became products
-(pe_research/encodings/path.py); the summary keeps the two code versions apart. Score at 2x (32
-symbols), exact match with unfit seeds as 0: NAPE under entmax15 (ASEntmax) .76, NAPE .73, Kerple
-.70, ALiBi .68, PaTH .42, FIRE .31, forgetting gate .30, DAPE .13, CoPE .11, T5 .07, HoPE .02, every
-other encoding 0 (NoPE, integer, normalized integer and temperature fit 2 of 3). At 8x (128) no
-encoding passes .01; token accuracy at 8x leads with ASEntmax .94, NAPE .89, Kerple .72, ALiBi .62,
-FIRE .42 (PaTH .24), the rotary family at .06-.09. Every rotary encoding's token accuracy at 96 (6x,
-not a column of the table) stands out at .15-.54: one of a row of peaks 19.87 symbols apart, the
-wavelength of RoPE's second frequency (scripts/answer_positions.py,
-docs/leaderboard/copy_rotary_length_scan.png).
+at their own fit: their seeds trained on until all three were fit (44 of the 81 trained past their
+first fit, as the summary says). PaTH's 3 ran 2026-12-05 at commit 3f3371d (1 worker beside another
+sweep, 16 min; fit at steps 1,400-1,600), after its triangular solve, which deadlocked XLA's CPU
+runtime from the second step on, became products (pe_research/encodings/path.py); the summary keeps
+the two code versions apart. Score at 2x (32 symbols), exact match with unfit seeds as 0: NAPE under
+entmax15 (ASEntmax) .76, NAPE .73, Kerple .70, ALiBi .68, PaTH .42, FIRE .31, forgetting gate .30,
+DAPE .13, CoPE .11, T5 .07, HoPE .02, every other encoding 0 (NoPE, integer, normalized integer and
+temperature fit 2 of 3). At 8x (128) no encoding passes .01; token accuracy at 8x leads with
+ASEntmax .94, NAPE .89, Kerple .72, ALiBi .62, FIRE .42 (PaTH .24), the rotary family at .06-.09.
+Every rotary encoding's token accuracy at 96 (6x, not a column of the table) stands out at .15-.54:
+one of a row of peaks 19.87 symbols apart, the wavelength of RoPE's second frequency
+(scripts/answer_positions.py, docs/leaderboard/copy_rotary_length_scan.png).
 """
 
 import dataclasses

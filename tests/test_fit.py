@@ -104,6 +104,7 @@ def test_packed_seeds_stop_at_their_own_fit_as_each_would_alone(tmp_path):
         assert [r["fit"] for r in c] == [False] * (len(c) - 1) + [True]
     assert len(set(firsts)) > 1, "the test needs seeds that fit at different checks"
     assert [next(runs.eval_rows([d]))["fit_step"] for d in dirs] == firsts
+    assert not any(next(runs.eval_rows([d]))["trained_past_fit"] for d in dirs)
     assert checkpoints.steps(dirs[0])[-1] == max(firsts)
     # Each seed alone stops where it stopped in the pack, with the same rows and evaluation:
     # a seed fit early is frozen there, not trained on with its pack-mates.
@@ -123,8 +124,11 @@ def test_packed_seeds_stop_at_their_own_fit_as_each_would_alone(tmp_path):
 def test_a_checkpoint_trained_past_a_fit_by_an_earlier_version_is_refused(tmp_path):
     run = tmp_path / "run"
     train.train(with_train(BASE, steps=40, stop_when_fit=True), run, progress=False)
-    # What the earlier version left: a fit at step 20, rows and a checkpoint after it.
-    runs.write_jsonl(run / runs.FIT, [{"step": 20, "exact_match": 1.0, "fit": True}])
+    # What the earlier version left: a fit at step 20, checks, rows and a checkpoint after it.
+    runs.write_jsonl(
+        run / runs.FIT, [{"step": s, "exact_match": 1.0, "fit": True} for s in (20, 40)]
+    )
+    assert next(runs.eval_rows([run]))["trained_past_fit"]  # what summaries say of such runs
     (run / runs.DONE).unlink()
     with pytest.raises(ValueError, match="trained on to its checkpoint of step 40.*Delete"):
         train.train(with_train(BASE, steps=40, stop_when_fit=True), run, progress=False)

@@ -62,13 +62,15 @@ from pe_research.runs.rows import (
     is_unfit_series,
     mark_unfit,
     series_order,
+    trained_past_fit,
     write_csv,
 )
 
 __all__ = [
     "CHECKPOINTS", "CONFIG", "CSV_COLUMNS", "DONE", "EVAL", "FAILED", "GENERALIZATION_MULTIPLES",
     "FIT", "LOCK", "METRICS", "RECORDS", "UNFIT", "fit_verdict", "first_fit_step",
-    "is_unfit_series", "mark_unfit", "series_order", "in_distribution_length", "is_failed_row",
+    "is_unfit_series", "mark_unfit", "series_order", "trained_past_fit", "in_distribution_length",
+    "is_failed_row",
     "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
     "copy_records", "finished_at",
     "eval_rows", "failed_rows", "failure", "find_runs", "is_claimed", "is_done", "is_failed",

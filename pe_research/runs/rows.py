@@ -61,9 +61,20 @@ def first_fit_step(run_dir: Path, cfg: RunConfig) -> int | None:
     return None
 
 
+def trained_past_fit(run_dir: Path, cfg: RunConfig, up_to: int | None = None) -> bool:
+    """Whether the run has fit checks after its first fit (up to step `up_to`): it trained on
+    past its fit, as packed seeds did until all were fit before 2026-12-05, so its numbers are
+    of a later step than its fit. A run of the current code stops checking at its fit."""
+    first = first_fit_step(run_dir, cfg)
+    if first is None:
+        return False
+    last = up_to if up_to is not None else float("inf")
+    return any(first < r["step"] <= last for r in read_jsonl(Path(run_dir) / FIT))
+
+
 def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
     """Tidy rows: one per run x evaluation length, labelled with the run's task, encoding and
-    code version, and its fit verdict (`fit`, `fit_step`, `fit_exact_match`)."""
+    code version, and its fit verdict (`fit`, `fit_step`, `fit_exact_match`, `trained_past_fit`)."""
     for run_dir in run_dirs:
         cfg = load_config(run_dir)
         rows = read_jsonl(Path(run_dir) / EVAL)
@@ -76,6 +87,7 @@ def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
             if fit is None
             else next(r["exact_match"] for r in rows if r.get("length") == cfg.fit_length),
             "fit_checked": cfg.train.stop_when_fit,
+            "trained_past_fit": trained_past_fit(run_dir, cfg),
             "fit_threshold": cfg.train.fit_threshold,
             "steps_cap": cfg.train.steps,
         }

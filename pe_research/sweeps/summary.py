@@ -325,6 +325,18 @@ def steps_to_fit_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(markdown_table(header, body)) + "\n"
 
 
+def _trained_past_fit_note(rows: list[dict[str, Any]]) -> str:
+    """Says how many runs trained on past their first fit (the packed seeds of code from before
+    2026-12-05), whose numbers are of their last step; "" if none did."""
+    past = {r["run"] for r in rows if r.get("trained_past_fit")}
+    if not past:
+        return ""
+    return (
+        f", except in {len(past)} runs recorded before 2026-12-05, when packed seeds trained on "
+        "until all were fit: their numbers are of their last step"
+    )
+
+
 def failed_runs(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     """A markdown list of the failed runs: run, step and reason ("" if none failed)."""
     seen: dict[str, dict[str, Any]] = {}
@@ -454,7 +466,7 @@ def write_summary(
         efficiency = (
             "## Steps to fit\n\nThe first fit check (every train.fit_check_every steps) at "
             "which each seed's exact match at the training length reached the threshold; "
-            f"each seed stopped training there.\n\n{efficiency}\n"
+            f"each seed stopped training there{_trained_past_fit_note(rows)}.\n\n{efficiency}\n"
         )
     runs.write_atomic(
         md_path,

@@ -107,7 +107,7 @@ def train_group(
     keys = [{"data": prog.data_keys[s], "positions": prog.pos_keys[s]} for s in model_of]
     start, state = _resume(run_dirs, prog, model_of, keys) if resume else (0, prog.state)
     if start and cfg.train.stop_when_fit:
-        _check_trained_past_fit(run_dirs, start)
+        _check_trained_past_fit(cfgs, run_dirs, start)
     log = RunLog(
         run_dirs,
         model_of,
@@ -194,18 +194,17 @@ def _resume(
     return start, jax.device_put(stack_models(per_model), shardings)
 
 
-def _check_trained_past_fit(run_dirs: list[Path], start: int) -> None:
-    """ValueError if a run resumed from step `start` logged steps after its first fit: its
+def _check_trained_past_fit(cfgs: list[RunConfig], run_dirs: list[Path], start: int) -> None:
+    """ValueError if a run resumed from step `start` was checked after its first fit: its
     checkpoint was written by a version of this code that trained fit packed seeds on, so it
     holds parameters past the fit that this version would have frozen."""
-    for d in run_dirs:
-        fit = [c["step"] for c in runs.read_jsonl(d / runs.FIT) if c["fit"] and c["step"] <= start]
-        if fit and any(fit[0] < r["step"] <= start for r in runs.read_jsonl(d / runs.METRICS)):
+    for c, d in zip(cfgs, run_dirs, strict=True):
+        if runs.trained_past_fit(d, c, up_to=start):
             raise ValueError(
-                f"{d} was found fit at step {fit[0]} but trained on to its checkpoint of step "
-                f"{start} (packed seeds trained until all were fit before pe_research froze "
-                "each at its own fit): its checkpoints cannot resume this version. Delete "
-                f"{d / runs.CHECKPOINTS} (or the run directory) to train it again."
+                f"{d} was found fit at step {runs.first_fit_step(d, c)} but trained on to its "
+                f"checkpoint of step {start} (packed seeds trained until all were fit before "
+                "pe_research froze each at its own fit): its checkpoints cannot resume this "
+                f"version. Delete {d / runs.CHECKPOINTS} (or the run directory) to train it again."
             )
 
 
