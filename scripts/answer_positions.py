@@ -21,9 +21,9 @@ every sum digit but the last stays at .91-1.00 to 24 digits, while the last digi
 out) and END fall to .70 / .66 at 12 digits, .56 / .48 at 16 and .57 / .45 at 24 (all 1.00 at
 8, the training length): the model adds beyond its training length but does not know where the
 sum stops. In Cho et al.'s block (the experiment since 2026-12-03; its three seeds of commit
-ed5da60, 2026-12-05, 1 of 3 fit at .95, the others at .92 and .95; 27 s): the same picture, the
-other sum digits .96-1.00 to 24 digits, the carry out and END .83 / .89 at 12, .83 / .85 at 16,
-.86 / .74 at 24 (END .60 at 32).
+2a30637, 2026-12-05, two stopped at their fit at .95, the third at .945 at its step cap; 33 s):
+the same picture, the other sum digits .95-1.00 to 16 digits, the carry out and END .86 / .93 at
+12, .85 / .90 at 16, .87 / .78 at 24 (END .50 at 32).
 
 Result of --overall on the rotary copy runs of the leaderboard (experiments/leaderboard.py: 4
 layers, d_model 64, 4 heads of 16, base 10,000, trained on 1-16, all fit at 16; commit ed5da60):
