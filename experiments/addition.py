@@ -160,14 +160,13 @@ What this shows, and what it does not:
   against 1-30: a training sequence never holds two coupled positions more than 9 apart, where
   evaluation at 32 digits holds them 33 apart); the gpu and paper scales are the test.
 - RoPE with coupling learns the task (exact match at 8: .95 and .97 at its fits, steps 3,800 and
-  1,700; the third seed .76 at step 4,000) and does not extrapolate: exact match .01 at 12
-  digits and 0 from 16, token accuracy .84 at 12 falling to .50 at 32. The random start covers
-  every absolute position
-  evaluation uses (1-33), but not every relative one: a sum digit of significance k sits at k +
-  1 and the operand digits of significance j at j + 1, so its offsets to the operands reach n -
-  1 - k, at most 7 in training and 31 at 32 digits. A relative encoding meets offsets it never
-  saw; learned absolute positions do not, and they extrapolate further here (.69 against .01 at
-  12; a reading of the layout, not a measured cause).
+  1,700; the third seed .76 at step 4,000) and does not extrapolate: exact match .01 at 12 digits
+  and 0 from 16, token accuracy .84 at 12 falling to .50 at 32. The random start covers every
+  absolute position evaluation uses (1-33), but not every relative one: a sum digit of significance
+  k sits at k + 1 and the operand digits of significance j at j + 1, so its offsets to the operands
+  reach n - 1 - k, at most 7 in training and 31 at 32 digits. A relative encoding meets offsets it
+  never saw; learned absolute positions do not, and they extrapolate further here (.69 against .01
+  at 12; a reading of the layout, not a measured cause).
 - ALiBi and FIRE with coupling learn nothing (token accuracy .22 at 8), and without
   coupling no encoding learns 1-layer addition at all (.22-.28 at 8), as the paper's
   1-layer impossibility result leads one to expect for NoPE.
