@@ -142,74 +142,79 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   (recomputed from the released runs) and for us. Why: we run three of their tasks, so the
   published MRR (over tasks we do not run) is recomputed on ours for both sides
 
-Runtime and result at the cpu scale, T5's block and tied head (2026-12-04; `pe-research sweep
-mcgill --workers 2` on the 2-core machine at an fp32 peak of 279 GFLOP/s: 1 h 33 min for the 63
-runs in 21 trainings, pe_research at commit 3471d00, the configs of commit 206cf32; then reverse
-again at its 8,000-step cap, `pe-research sweep mcgill --tasks reverse --workers 2` at 274
-GFLOP/s, commit ed5da60: 1 h 38 min for its 21 runs in 7 trainings, the first 18 min beside
-another sweep, 0.1-0.2 s a step; records of both in docs/reproductions/runs/mcgill, where the
-21 of the 4,000-step cap are the ones whose config.json says "steps": 4000). 50 of 63 fit: copy
-12/21, count_copy 21/21, reverse 17/21 (by 3,000-7,700 steps; at the 4,000-step cap 7/21).
-Exact match over lengths 21-40, mean +- std over seeds (fit / seeds), beside the same configs
-with the head of their own that the cpu scale had until then (the sweep of 2026-12-03, below),
-the same again with our block instead of T5's (also its own head; the sweep of 2026-12-02,
-below) and the paper's from their released runs:
+Runtime and result at the cpu scale, T5's block and tied head: all 63 runs again on 2026-12-05 at
+commit 2a30637, after packed seeds began to stop at their own first fit (before, a seed fit early
+trained on until its pack-mates fit; 20 of the 21 trainings had seeds fitting at different checks).
+`pe-research sweep mcgill`, one worker process for the first 30 min and two after that, on the
+2-core machine beside other sweeps and tests: 2 h 12 min for the 63 runs in 21 trainings. Records
+in docs/reproductions/runs/mcgill (which also keeps the 21 reverse runs of the earlier 4,000-step
+cap, the ones whose config.json says "steps": 4000, made by the earlier code: 7 of 21 fit by then;
+a seed's first fit does not depend on its pack-mates, so that count stands). 51 of 63 fit: copy
+12/21, count_copy 21/21, reverse 18/21 (by 3,500-7,700 steps). Exact match over lengths
+21-40, mean +- std over seeds (fit / seeds), beside the same configs with the head of their own
+that the cpu scale had until 2026-12-04 (the sweep of 2026-12-03, below), the same again with our
+block instead of T5's (also its own head; the sweep of 2026-12-02, below), both run by earlier
+code in which packed seeds trained on until all were fit, and the paper's from their released
+runs:
 
     encoding        task        tied head            own head             our block            paper
     nope            copy        .068 +- .013 (0/3)   .137 +- .017 (0/3)   .143 +- .043 (0/3)   .31
-                    count_copy  .986 +- .020 (3/3)   .929 +- .056 (3/3)   .753 +- .110 (3/3)   .99
-                    reverse     .360 +- .063 (3/3)   .284 +- .037 (3/3)   .252 +- .025 (3/3)   .23
-    t5, the paper's copy        .539 +- .040 (3/3)   .360 +- .201 (3/3)   .089 +- .015 (3/3)   .42
-    (one table)     count_copy  .001 +- .002 (3/3)   .033 +- .045 (3/3)   .000 +- .000 (3/3)   .77
-                    reverse     .246 +- .007 (0/3)   .145 +- .169 (2/3)   .106 +- .184 (3/3)   .24
-    alibi           copy        .909 +- .017 (1/3)   .647 +- .236 (1/3)   .895 +- .027 (2/3)   .33
-                    count_copy  .221 +- .013 (3/3)   .190 +- .045 (3/3)   .128 +- .049 (3/3)   .29
-                    reverse     .411 +- .049 (3/3)   .253 +- .051 (3/3)   .351 +- .061 (2/3)   .17
-    rope 25%        copy        .830 +- .108 (3/3)   .301 +- .080 (0/3)   .238 +- .104 (1/3)   .01
-    (the paper's)   count_copy  .827 +- .165 (3/3)   .464 +- .171 (3/3)   .834 +- .017 (3/3)   .00
-                    reverse     .429 +- .461 (3/3)   .431 +- .187 (2/3)   .470 +- .113 (3/3)   .08
-    sinusoidal      copy        .015 +- .002 (1/3)   .016 +- .010 (3/3)   .029 +- .009 (3/3)   .03
-                    count_copy  .003 +- .000 (3/3)   .000 +- .000 (3/3)   .002 +- .003 (3/3)   .00
-                    reverse     .041 +- .004 (3/3)   .032 +- .007 (3/3)   .023 +- .003 (3/3)   .02
-    t5, ours        copy        .255 +- .123 (3/3)   .158 +- .212 (2/3)   .076 +- .039 (3/3)
+                    count_copy  .913 +- .114 (3/3)   .929 +- .056 (3/3)   .753 +- .110 (3/3)   .99
+                    reverse     .335 +- .057 (3/3)   .284 +- .037 (3/3)   .252 +- .025 (3/3)   .23
+    t5, the paper's copy        .465 +- .066 (3/3)   .360 +- .201 (3/3)   .089 +- .015 (3/3)   .42
+    (one table)     count_copy  .002 +- .002 (3/3)   .033 +- .045 (3/3)   .000 +- .000 (3/3)   .77
+                    reverse     .236 +- .021 (1/3)   .145 +- .169 (2/3)   .106 +- .184 (3/3)   .24
+    alibi           copy        .903 +- .015 (1/3)   .647 +- .236 (1/3)   .895 +- .027 (2/3)   .33
+                    count_copy  .184 +- .049 (3/3)   .190 +- .045 (3/3)   .128 +- .049 (3/3)   .29
+                    reverse     .429 +- .041 (3/3)   .253 +- .051 (3/3)   .351 +- .061 (2/3)   .17
+    rope 25%        copy        .824 +- .072 (3/3)   .301 +- .080 (0/3)   .238 +- .104 (1/3)   .01
+    (the paper's)   count_copy  .652 +- .300 (3/3)   .464 +- .171 (3/3)   .834 +- .017 (3/3)   .00
+                    reverse     .430 +- .462 (3/3)   .431 +- .187 (2/3)   .470 +- .113 (3/3)   .08
+    sinusoidal      copy        .011 +- .006 (1/3)   .016 +- .010 (3/3)   .029 +- .009 (3/3)   .03
+                    count_copy  .003 +- .001 (3/3)   .000 +- .000 (3/3)   .002 +- .003 (3/3)   .00
+                    reverse     .037 +- .004 (3/3)   .032 +- .007 (3/3)   .023 +- .003 (3/3)   .02
+    t5, ours        copy        .273 +- .154 (3/3)   .158 +- .212 (2/3)   .076 +- .039 (3/3)
     (per layer)     count_copy  .000 +- .000 (3/3)   .000 +- .000 (3/3)   .000 +- .000 (3/3)
-                    reverse     .182 +- .063 (3/3)   .201 +- .153 (3/3)   .148 +- .047 (3/3)
-    rope, whole     copy        .061 +- .008 (1/3)   .042 +- .020 (2/3)   .048 +- .012 (3/3)
+                    reverse     .223 +- .023 (3/3)   .201 +- .153 (3/3)   .148 +- .047 (3/3)
+    rope, whole     copy        .059 +- .004 (1/3)   .042 +- .020 (2/3)   .048 +- .012 (3/3)
     head            count_copy  .000 +- .000 (3/3)   .001 +- .002 (3/3)   .014 +- .017 (3/3)
-                    reverse     .015 +- .027 (2/3)   .086 +- .055 (3/3)   .056 +- .049 (3/3)
+                    reverse     .016 +- .026 (2/3)   .086 +- .055 (3/3)   .056 +- .049 (3/3)
 
 Mean reciprocal rank over the 9 (task, seed) queries of the three tasks, ranking every run: ALiBi
-.67, Rotary 25% .58, NoPE .55, T5 (the paper's form) .28, sinusoidal .22 (with unfit runs ranked
-last: Rotary 25% .64, ALiBi .56, NoPE .54, T5 .29, sinusoidal .25; at reverse's 4,000-step cap
-ALiBi .72, NoPE .54, Rotary 25% .52, T5 .29, sinusoidal .22). The paper's on the same tasks: T5
-.78, NoPE .69, ALiBi .36, Rotary .24, sinusoidal .22.
+.72, Rotary 25% .58, NoPE .49, T5 (the paper's form) .28, sinusoidal .22 (with unfit runs ranked
+last: Rotary 25% .69, ALiBi .56, NoPE .49, T5 .29, sinusoidal .25). The paper's on the same
+tasks: T5 .78, NoPE .69, ALiBi .36, Rotary .24, sinusoidal .22.
+What the per-seed stop changed (against the same configs trained by the earlier code, which had
+50 of 63 fit): a seed now ends at its first fit, so the seeds that fit before their pack-mates are
+less trained than they were. count_copy moved most: NoPE .986 -> .913 (its seed 1 fit at step
+1,000 and scores .78 there; trained on to 1,300 it scored 1.00), Rotary 25% .827 -> .652 (a
+seed at .31), ALiBi .221 -> .184; copy's T5 (the paper's) .539 -> .465. The paper's T5 on reverse
+now fits 1 of 3 (seed 2 at 7,300, which before crossed .95 there and fell back). Every other cell
+moved by .05 or less; the seeds that fit last, or never, came out as before to the digit.
 Verdict against the paper, and against the own head:
-- count_copy: the tied head brings NoPE to the paper's number (.986, theirs .99) and ALiBi still
-  fails where it must stop (.22, theirs .29); Rotary 25% moves further from the paper (.83,
-  theirs .00) and T5 stays at 0 (theirs .77). At the gpu scale (below) Rotary 25% falls to the
-  paper's 0: its lead here belongs to the small model and recipe, not to the encoding.
-- copy: the paper's T5 fits and reaches .54 (theirs .42), but ALiBi (.91) and Rotary 25% (.83)
+- count_copy: NoPE generalizes (.91, theirs .99) and ALiBi fails where it must stop (.18, theirs
+  .29), as in the paper; Rotary 25% does not fall to the paper's 0 (.65) and T5 stays at 0
+  (theirs .77). At the gpu scale (below) Rotary 25% falls to the paper's 0: its lead here belongs
+  to the small model and recipe, not to the encoding.
+- copy: the paper's T5 fits and reaches .47 (theirs .42), but ALiBi (.90) and Rotary 25% (.82)
   lead where the paper has them at .33 and .01; NoPE fits no seed by the 2,000-step cap.
-- reverse: the tied head learns it more slowly (with the own head 19 of 21 fit by 2,200-3,800 steps;
-  with the tied head 7 of 21 by 4,000), so its cap is 8,000: 17 of 21 fit, by 3,000-7,700 steps. The
-  paper's T5 is the one that still does not (exact match at 20 of .90-.95 at step 8,000; one seed
-  crossed .95 at 7,300 and fell back, as packed seeds then trained on until all were fit; since
-  2026-12-05 a packed seed stops at its own first fit, as it would alone, so that seed would stop
-  there, fit), and its .25 sits on the paper's .24. Sinusoidal fails as in the paper (.04, theirs
-  .02) and NoPE is near it (.36, theirs .23); ALiBi (.41, theirs .17) leads again where the paper
-  has it behind NoPE and T5, as on copy. Rotary 25% (.43) is the mean of seeds at .37, .00 and .92,
-  all fit: at this scale which seed you draw decides whether partial rotary extrapolates reverse at
-  all. What the longer cap changed: NoPE .21 -> .36 and ALiBi .43 -> .41 as unfit runs became fit
-  ones, the paper's T5 .10 -> .25.
-So the paper's head moves count_copy's NoPE, copy's T5 and (unfit) reverse's T5 onto the paper's
-numbers and nothing else towards them; the order still differs (here ALiBi first by MRR and T5
-fourth; there T5 and NoPE ahead). What still differs from the paper at this scale (the protocol
-table's cpu column): 4 layers of width 64 against T5-base, no dropout, lr 3e-3 with warm-up and
-cosine against 3e-5 linear, batch 64 for at most 2,000 steps (reverse 8,000) stopped at fit against
-40,000, the last step against the best checkpoint on lengths 2-20, fresh sequences against 26 epochs
-of 100,000, single symbols against T5 SentencePiece tokens with a prompt prefix, 128 test sequences
-per length against 500. docs/reproductions.md (`pe-research report`) sets these 63 runs beside the
-paper's curves.
+- reverse: the tied head learns it more slowly (with the own head 19 of 21 fit by 2,200-3,800
+  steps; with the tied head 7 of 21 by 4,000), so its cap is 8,000: 18 of 21 fit, by
+  3,500-7,700 steps. The paper's T5 fits 1 of 3 (the others at .90-.94 at step 8,000) and its
+  .24 sits on the paper's .24. Sinusoidal fails as in the paper (.04, theirs .02) and NoPE is near
+  it (.34, theirs .23); ALiBi (.43, theirs .17) leads again where the paper has it behind NoPE and
+  T5, as on copy. Rotary 25% (.43) is the mean of seeds at .37, .00 and .92, all fit: at this
+  scale which seed you draw decides whether partial rotary extrapolates reverse at all.
+So T5's block and tied head put count_copy's NoPE and ALiBi, copy's T5 and reverse's T5, NoPE and
+sinusoidal near the paper's numbers; the order still differs (here ALiBi first by MRR and T5
+fourth; there T5 and NoPE ahead), through ALiBi and Rotary 25% on copy and reverse and T5 on
+count_copy. What still differs from the paper at this scale (the protocol table's cpu column): 4
+layers of width 64 against T5-base, no dropout, lr 3e-3 with warm-up and cosine against 3e-5
+linear, batch 64 for at most 2,000 steps (reverse 8,000) stopped at fit against 40,000, the last
+step against the best checkpoint on lengths 2-20, fresh sequences against 26 epochs of 100,000,
+single symbols against T5 SentencePiece tokens with a prompt prefix, 128 test sequences per length
+against 500. docs/reproductions.md (`pe-research report`) sets these 63 runs beside the paper's
+curves.
 
 Until 2026-12-04 the cpu scale had an output head of its own (scripts/mcgill_own_head.py reruns
 those configs). Its runtime and result, all three tasks, 3 seeds, T5's block, on the 2-core machine
