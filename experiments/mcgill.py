@@ -150,7 +150,7 @@ trained on until its pack-mates fit; 20 of the 21 trainings had seeds fitting at
 in docs/reproductions/runs/mcgill (which also keeps the 21 reverse runs of the earlier 4,000-step
 cap, the ones whose config.json says "steps": 4000, made by the earlier code: 7 of 21 fit by then;
 a seed's first fit does not depend on its pack-mates, so that count stands). 51 of 63 fit: copy
-12/21, count_copy 21/21, reverse 18/21 (by 3,500-7,700 steps). Exact match over lengths
+12/21, count_copy 21/21, reverse 18/21 (by 3,000-7,700 steps). Exact match over lengths
 21-40, mean +- std over seeds (fit / seeds), beside the same configs with the head of their own
 that the cpu scale had until 2026-12-04 (the sweep of 2026-12-03, below), the same again with our
 block instead of T5's (also its own head; the sweep of 2026-12-02, below), both run by earlier
@@ -200,7 +200,7 @@ Verdict against the paper, and against the own head:
   lead where the paper has them at .33 and .01; NoPE fits no seed by the 2,000-step cap.
 - reverse: the tied head learns it more slowly (with the own head 19 of 21 fit by 2,200-3,800
   steps; with the tied head 7 of 21 by 4,000), so its cap is 8,000: 18 of 21 fit, by
-  3,500-7,700 steps. The paper's T5 fits 1 of 3 (the others at .90-.94 at step 8,000) and its
+  3,000-7,700 steps. The paper's T5 fits 1 of 3 (the others at .90-.94 at step 8,000) and its
   .24 sits on the paper's .24. Sinusoidal fails as in the paper (.04, theirs .02) and NoPE is near
   it (.34, theirs .23); ALiBi (.43, theirs .17) leads again where the paper has it behind NoPE and
   T5, as on copy. Rotary 25% (.43) is the mean of seeds at .37, .00 and .92, all fit: at this
