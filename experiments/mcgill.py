@@ -191,7 +191,7 @@ less trained than they were. count_copy moved most: NoPE .986 -> .913 (its seed 
 seed at .31), ALiBi .221 -> .184; copy's T5 (the paper's) .539 -> .465. The paper's T5 on reverse
 now fits 1 of 3 (seed 2 at 7,300, which before crossed .95 there and fell back). Every other cell
 moved by .05 or less; the seeds that fit last, or never, came out as before to the digit.
-Verdict against the paper, and against the own head:
+Verdict against the paper:
 - count_copy: NoPE generalizes (.91, theirs .99) and ALiBi fails where it must stop (.18, theirs
   .29), as in the paper; Rotary 25% does not fall to the paper's 0 (.65) and T5 stays at 0
   (theirs .77). At the gpu scale (below) Rotary 25% falls to the paper's 0: its lead here belongs
