@@ -49,27 +49,35 @@ def fit_verdict(cfg: RunConfig, rows: list[dict[str, Any]]) -> bool | None:
     return bool(at[0]["exact_match"] >= cfg.train.fit_threshold) if at else None
 
 
+def _fit_checks(run_dir: Path) -> list[dict[str, Any]]:
+    """The rows of a run's fit.jsonl, [] if it was not checked (no train.stop_when_fit)."""
+    path = Path(run_dir) / FIT
+    return read_jsonl(path) if path.exists() else []
+
+
+def _first_fit(checks: list[dict[str, Any]], cfg: RunConfig) -> int | None:
+    return next(
+        (int(r["step"]) for r in checks if r["exact_match"] >= cfg.train.fit_threshold), None
+    )
+
+
+def _past_fit(checks: list[dict[str, Any]], cfg: RunConfig, up_to: int | None) -> bool:
+    first = _first_fit(checks, cfg)
+    last = up_to if up_to is not None else float("inf")
+    return first is not None and any(first < r["step"] <= last for r in checks)
+
+
 def first_fit_step(run_dir: Path, cfg: RunConfig) -> int | None:
     """The step of the first fit check (fit.jsonl, written under train.stop_when_fit) whose
     exact match reached the threshold; None if none did or the run was not checked."""
-    path = Path(run_dir) / FIT
-    if not path.exists():
-        return None
-    for row in read_jsonl(path):
-        if row["exact_match"] >= cfg.train.fit_threshold:
-            return int(row["step"])
-    return None
+    return _first_fit(_fit_checks(run_dir), cfg)
 
 
 def trained_past_fit(run_dir: Path, cfg: RunConfig, up_to: int | None = None) -> bool:
     """Whether the run has fit checks after its first fit (up to step `up_to`): it trained on
     past its fit, as packed seeds did until all were fit before 2026-12-05, so its numbers are
     of a later step than its fit. A run of the current code stops checking at its fit."""
-    first = first_fit_step(run_dir, cfg)
-    if first is None:
-        return False
-    last = up_to if up_to is not None else float("inf")
-    return any(first < r["step"] <= last for r in read_jsonl(Path(run_dir) / FIT))
+    return _past_fit(_fit_checks(run_dir), cfg, up_to)
 
 
 def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
@@ -79,15 +87,16 @@ def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
         cfg = load_config(run_dir)
         rows = read_jsonl(Path(run_dir) / EVAL)
         fit = fit_verdict(cfg, rows)
+        checks = _fit_checks(run_dir)  # read once for both fit labels
         labels = {
             **_labels(run_dir, cfg),
             "fit": fit,
-            "fit_step": first_fit_step(run_dir, cfg),
+            "fit_step": _first_fit(checks, cfg),
             "fit_exact_match": None
             if fit is None
             else next(r["exact_match"] for r in rows if r.get("length") == cfg.fit_length),
             "fit_checked": cfg.train.stop_when_fit,
-            "trained_past_fit": trained_past_fit(run_dir, cfg),
+            "trained_past_fit": _past_fit(checks, cfg, None),
             "fit_threshold": cfg.train.fit_threshold,
             "steps_cap": cfg.train.steps,
         }
