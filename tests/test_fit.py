@@ -195,6 +195,18 @@ def test_tables_show_unfit_runs_apart():
     assert ["copy", "rope", "2/2", "100 [100, 100]", "300"] in cells
 
 
+def test_summary_counts_runs_that_trained_past_their_fit(tmp_path):
+    def steps_section(rows):
+        summary.write_summary(tmp_path, rows, "exact_match")
+        return (tmp_path / "summary.md").read_text().split("## Steps to fit")[1]
+
+    assert "recorded before" not in steps_section(ROWS)
+    one = [dict(r, trained_past_fit=r["run"] == "copy/rope/0") for r in ROWS]
+    assert "except in 1 run recorded before" in steps_section(one)
+    two = [dict(r, trained_past_fit=r["encoding"] == "rope") for r in ROWS]
+    assert "except in 2 runs recorded before" in steps_section(two)
+
+
 def test_plots_draw_unfit_runs_faded_and_dashed():
     fig = plotting.extrapolation_figure(ROWS, "exact_match")
     lines = {line.get_label(): line for line in fig.axes[0].lines}

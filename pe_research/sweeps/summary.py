@@ -331,8 +331,9 @@ def _trained_past_fit_note(rows: list[dict[str, Any]]) -> str:
     past = {r["run"] for r in rows if r.get("trained_past_fit")}
     if not past:
         return ""
+    runs = "1 run" if len(past) == 1 else f"{len(past)} runs"
     return (
-        f", except in {len(past)} runs recorded before 2026-12-05, when packed seeds trained on "
+        f", except in {runs} recorded before 2026-12-05, when packed seeds trained on "
         "until all were fit: their numbers are of their last step"
     )
 
