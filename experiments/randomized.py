@@ -130,26 +130,25 @@ evaluated randomized / randomized evaluated contiguous:
 Gain of randomized positions (evaluated randomized), in points: the paper's aggregate on these 10
 pairs +20.1 (max over seeds) / +20.2 (mean over seeds), unfit runs included; ours (pairs where both
 ways fit: sinusoidal, RoPE and Transformer-XL on both tasks) +27.4; published +12.0 over 15 tasks.
-43 of 90 runs fit (39 before the rerun: a seed that crossed .95 used to train on with its pack
-and could fall back below it by the cap; now it stops at that check, fit). Verdict: as in the
-paper, randomized positions raise every encoding that trains beyond the training length, on both
-tasks: the absolute sin/cos from chance to .81 on each, RoPE and Transformer-XL to .80-.82 from
-.51-.60, ALiBi least (.73 -> .83 on reverse, .56 -> .77 on duplicate), the one encoding that keeps
-something beyond 16 with contiguous positions; scored with contiguous positions the randomized
-models keep part of it (.55-.72). The +12.0 averages all 15 of the paper's tasks, these two among
-them, so it does not compare with ours directly. Two findings the paper does not show: learned
-positions with randomized ones do not train at this recipe on either task (training token
-accuracy about .6 and loss .61-.65 through 4,000 steps, where contiguous learned fits by step
-600-1,000: each of 256 table rows is drawn in about 13% of sequences of 33 tokens), and
-fewer than half of the randomized runs fit at 16 (13 of the 30 evaluated with randomized
-positions, none of ALiBi's or learned's; none of the 30 evaluated contiguous), so the fit-gated
-gain rests on 6 pairs. The runs of the earlier commits are not
-bit-for-bit what the current code would train: a seed rerun at 4e926e4 (duplicate,
-Transformer-XL, randomized) first fit at 3,400 where the same config at 608601f did at 3,600,
-so a rerun of all 90 at one commit (about 4 h on 2 cores) could move numbers by a few points.
+43 of 90 runs fit (39 before the rerun: a seed that crossed .95 used to train on with its pack and
+could fall back below it by the cap; now it stops at that check, fit). Verdict: as in the paper,
+randomized positions raise every encoding that trains beyond the training length, on both tasks: the
+absolute sin/cos from chance to .81 on each, RoPE and Transformer-XL to .80-.82 from .51-.60, ALiBi
+least (.73 -> .83 on reverse, .56 -> .77 on duplicate), the one encoding that keeps something beyond
+16 with contiguous positions; scored with contiguous positions the randomized models keep part of it
+(.55-.72). The +12.0 averages all 15 of the paper's tasks, these two among them, so it does not
+compare with ours directly. Two findings the paper does not show: learned positions with randomized
+ones do not train at this recipe on either task (training token accuracy about .6 and loss .61-.65
+through 4,000 steps, where contiguous learned fits by step 600-1,000: each of 256 table rows is
+drawn in about 13% of sequences of 33 tokens), and fewer than half of the randomized runs fit at 16
+(13 of the 30 evaluated with randomized positions, none of ALiBi's or learned's; none of the 30
+evaluated contiguous), so the fit-gated gain rests on 6 pairs. The runs of the earlier commits are
+not bit-for-bit what the current code would train: a seed rerun at 4e926e4 (duplicate,
+Transformer-XL, randomized) first fit at 3,400 where the same config at 608601f did at 3,600, so a
+rerun of all 90 at one commit (about 4 h on 2 cores) could move numbers by a few points.
 docs/reproductions.md shows these runs; their records are in docs/reproductions/runs/randomized
-(copy them back to runs/randomized before `pe-research sweep randomized` or `report`, or the
-sweep trains all 90 again).
+(copy them back to runs/randomized before `pe-research sweep randomized` or `report`, or the sweep
+trains all 90 again).
 
 Cost before this run, for the record: scripts/sweep_cost.py timed two of the sweep's trainings on
 2026-12-01 with other jobs on the machine: 1.8-4.7 s per step at a measured fp32 matmul peak of
