@@ -39,13 +39,14 @@ match >= 0.95 at 16, checked every 100 steps, 4 length buckets); `gpu` the stand
 model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128), also until fit,
 same lengths.
 
-Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost:
-not yet run. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps
-(728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the
-main job's step reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900
-steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over
-several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h
-on one H200, from the rates measured there).
+Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
+measured on the two rows run so far (copy, reverse): 100-105 min of 2 workers a row, part of the
+time beside other sweeps, so about 22 hours for the 13 rows. The sweep's own estimate
+(sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40 hours on the 2
+cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps half that when
+runs stop at fit as the main job's do (100-1,900 steps), and more for the costlier encodings (PaTH,
+DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines; `--scale gpu` is 3.2e17
+FLOPs (the estimate prints at least 0.55 h on one H200, from the rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -53,22 +54,38 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: not yet run in full; the copy row is complete (84 runs, 80 fit at 16; records in
-docs/leaderboard/runs, its tables in docs/leaderboard/copy_row_summary.md and
-copy_row_leaderboard_exact_match.png). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in
-47 min, then 27 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one
-at their own fit: their seeds trained on until all three were fit (44 of the 81 trained past their
-first fit, as the summary says). PaTH's 3 ran 2026-12-05 at commit 3f3371d (1 worker beside another
-sweep, 16 min; fit at steps 1,400-1,600), after its triangular solve, which deadlocked XLA's CPU
-runtime from the second step on, became products (pe_research/encodings/path.py); the summary keeps
-the two code versions apart. Score at 2x (32 symbols), exact match with unfit seeds as 0: NAPE under
-entmax15 (ASEntmax) .76, NAPE .73, Kerple .70, ALiBi .68, PaTH .42, FIRE .31, forgetting gate .30,
-DAPE .13, CoPE .11, T5 .07, HoPE .02, every other encoding 0 (NoPE, integer, normalized integer and
-temperature fit 2 of 3). At 8x (128) no encoding passes .01; token accuracy at 8x leads with
-ASEntmax .94, NAPE .89, Kerple .72, ALiBi .62, FIRE .42 (PaTH .24), the rotary family at .06-.09.
-Every rotary encoding's token accuracy at 96 (6x, not a column of the table) stands out at .15-.54:
-one of a row of peaks 19.87 symbols apart, the wavelength of RoPE's second frequency
-(scripts/answer_positions.py, docs/leaderboard/copy_rotary_length_scan.png).
+Result: 2 of the 13 rows so far (168 of 1,092 runs, 159 fit), on the 2-core CPU machine. Their
+tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
+docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
+`pe-research sweep leaderboard --tasks copy reverse --out DIR` after copying them into DIR). A
+score is the exact match at k x with unfit seeds as 0.
+
+Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
+in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
+fit: their seeds trained on until all three were fit (44 of the 81 trained past their first fit,
+as the summary says). PaTH's 3 ran 2026-12-05 at commit 3f3371d (1 worker beside another sweep, 16
+min; fit at steps 1,400-1,600), after its triangular solve, which deadlocked XLA's CPU runtime from
+the second step on, became products (pe_research/encodings/path.py); the summary keeps the code
+versions apart. Score at 2x (32 symbols): NAPE under entmax15 (ASEntmax) .76, NAPE .73, Kerple
+.70, ALiBi .68, PaTH .42, FIRE .31, forgetting gate .30, DAPE .13, CoPE .11, T5 .07, HoPE .02,
+every other encoding 0 (NoPE, integer, normalized integer and temperature fit 2 of 3). At 8x (128)
+only NAPE scores (.01); token accuracy at 8x leads with ASEntmax .94, NAPE .89, Kerple .72, ALiBi
+.62, FIRE .42 (PaTH .24), the rotary family at .06-.09. Every rotary encoding's token accuracy at
+96 (6x, not a column of the table) stands out at .15-.54: one of a row of peaks 19.87 symbols
+apart, the wavelength of RoPE's second frequency (scripts/answer_positions.py,
+docs/leaderboard/copy_rotary_length_scan.png).
+
+Reverse (84 runs, 79 fit: NoPE, normalized integer, temperature, CoPE and PoPE 2 of 3). Every seed
+stopped at its own first fit. 9 runs at commit 4e926e4 and 75 at e7c86f9 (their package code differs
+only in summary.md's wording), 2026-12-05: about 100 min on 2 workers over two sessions, part of it
+beside other sweeps; PaTH's 3 seeds took 15 min, the other packs logged 6-13 min. PaTH is the one
+encoding that reverses beyond the training length: score .62 at 2x (fit at steps 800-1,500), .01 at
+4x, token accuracy .98 / .88 / .58 at 2x / 4x / 8x. Every other encoding scores .00-.01 at 2x,
+ASEntmax included; their token accuracy at 2x is at most .76 (HoPE .76, Kerple .74, CoPE .73, NAPE
+.73, ALiBi .71, ASEntmax .64, RoPE .43, sin/cos .13), at 8x at most .20 (CoPE .20, HoPE and
+Transformer-XL .19). So the ALiBi family, which copies to 2x, does not reverse: the rows disagree,
+which is what the table is for. M-RoPE with text positions (index on all three axes) matches RoPE to
+the digit on both rows, as it must.
 """
 
 import dataclasses
