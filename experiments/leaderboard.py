@@ -13,7 +13,7 @@ the repository and bring them back before the next shard:
 
     cp -rn docs/leaderboard/runs/. runs/leaderboard/ 2>/dev/null    # earlier sessions' runs
     pe-research sweep leaderboard --workers 2 --tasks copy --keep-records docs/leaderboard/runs
-    pe-research sweep leaderboard --out docs/leaderboard/runs      # at the end: the tables
+    pe-research sweep leaderboard --tables-only --out docs/leaderboard/runs   # the tables
 
 (`--tasks` one task at a time rather than `--shard`: each session then adds whole rows of the
 table, every encoding on that task, which its tables already compare; a sweep stopped with
@@ -57,7 +57,7 @@ pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 Result: 2 of the 13 rows so far (168 of 1,092 runs, 159 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
-`pe-research sweep leaderboard --tasks copy reverse --out DIR` after copying them into DIR). A
+`pe-research sweep leaderboard --tables-only --tasks copy reverse --out DIR` on a copy of them). A
 score is the exact match at k x with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27

@@ -80,6 +80,7 @@ def sweep(
     summarize: bool = True,
     tasks: tuple[str, ...] = (),
     keep_records: Path | None = None,
+    tables_only: bool = False,
 ) -> None:
     """Run every config of an experiment (skipping finished runs), print tables, write results.
 
@@ -101,7 +102,9 @@ def sweep(
     --keep-records DIR copies the record of every finished run (config, curves, evaluation,
     DONE; no checkpoints) to DIR once training stops (also when stopped by Ctrl-C or kill), to
     commit a sweep made over several sessions or machines: copy DIR back into OUT to resume,
-    or sweep into DIR for the tables.
+    or sweep into DIR with --tables-only for the tables.
+    --tables-only trains nothing: it prints the tables of the finished runs and writes the files
+    if every run (of --tasks, where given) is finished.
     """
     from pe_research.sweeps import sweep as sweep_lib
 
@@ -122,6 +125,7 @@ def sweep(
         summarize=summarize,
         tasks=tasks or None,
         keep_records=keep_records,
+        tables_only=tables_only,
     )
     if done.abandoned:  # a scheduler or script must not read this as success
         logs = ", ".join(done.failed_workers)

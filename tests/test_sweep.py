@@ -198,6 +198,33 @@ def test_a_sweep_keeps_its_records_apart_and_resumes_or_summarizes_from_them(
     assert all((tmp_path / "all" / d.relative_to(out) / runs.EVAL).exists() for d in done.dirs)
 
 
+def test_tables_only_trains_nothing_and_writes_files_once_every_run_is_finished(
+    tmp_path, monkeypatch, capsys
+):
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+    calls = []
+    monkeypatch.setattr(train, "train_group", fake_train_group(calls))
+    out = tmp_path / "out"
+    done, written = sweep.run_experiment(str(experiment), out, progress=False, tables_only=True)
+    assert calls == [] and written == [] and done.finished == []
+    assert "2 of 2 runs" in capsys.readouterr().out
+
+    done, _ = sweep.run_experiment(str(experiment), out, progress=False, summarize=False)
+    trainings = len(calls)
+    (done.dirs[1] / runs.DONE).unlink()  # one record missing: the tables of the other, no files
+    capsys.readouterr()
+    cli.sweep(str(experiment), out=out, progress=False, tables_only=True)
+    printed = capsys.readouterr().out
+    assert len(calls) == trainings and not (out / "summary.md").exists()
+    assert "--tables-only: 1 of 2 runs" in printed and "nope" in printed
+    assert "already finished" not in printed  # nothing was offered for training
+
+    runs.mark_done(done.dirs[1])
+    _, written = sweep.run_experiment(str(experiment), out, progress=False, tables_only=True)
+    assert len(calls) == trainings and out / "summary.md" in written
+
+
 def test_claims_are_released_when_training_fails(tmp_path, monkeypatch):
     def full_disk(cfgs, run_dirs, *, progress=True, checkpoint_every=None):
         raise OSError(errno.ENOSPC, "No space left on device")

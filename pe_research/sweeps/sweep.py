@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -319,6 +320,7 @@ def run_experiment(
     summarize: bool = True,
     tasks: Sequence[str] | None = None,
     keep_records: Path | None = None,
+    tables_only: bool = False,
 ) -> tuple[SweepResult, list[Path]]:
     """Run an experiment file (`pe-research sweep`), print its tables, and once every run is
     finished write results.csv, summary.md and the figures; returns (what the sweep did, the
@@ -338,11 +340,17 @@ def run_experiment(
     the sweep (runs.copy_records: no checkpoints), at the same place below it as below `out`:
     small enough to commit, a sweep into it writes the tables, and copied back into `out` its
     runs are skipped. A sweep stopped by Ctrl-C or SIGTERM keeps the runs finished so far.
+
+    `tables_only` trains nothing: it prints the tables of the finished runs, and writes the files
+    only if every run (of `tasks`, where given) is finished, so that a missing record never
+    starts hours of training when all one wanted was the tables of kept records.
     """
     module = experiments.load_experiment(experiment)
     metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
     out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
     configs = experiments.experiment_runs(module, scale, tasks)
+    if tables_only:
+        return _tables_only(module, configs, out, scale, metric, keep_records)
     print(cost.estimate(configs).text())
     if workers > 1 and (shard is not None or jax.process_count() > 1):
         raise ValueError(
@@ -401,15 +409,49 @@ def run_experiment(
         _keep_records(done.finished, out, keep_records)
     if not summarize:
         return done, []
-    rows = summary.finished_rows(done.dirs)
     if not done.complete:
         print(
             f"{len(done.dirs) - len(done.finished)} of {len(done.dirs)} runs are not finished "
             "(other shards or processes): the tables below cover the finished ones. Rerun this "
             "command once they finish to write results.csv, summary.md and the plots."
         )
+    return done, _tables(module, done, out, scale, metric)
+
+
+def _tables_only(
+    module: types.ModuleType,
+    configs: list[RunConfig],
+    out: Path,
+    scale: str | None,
+    metric: str,
+    keep_records: Path | None,
+) -> tuple[SweepResult, list[Path]]:
+    """`run_experiment(tables_only=True)`: the tables of the finished runs, training none."""
+    done = SweepResult([run_dir_for(out, cfg) for cfg in configs], [], {})
+    for cfg, run_dir in zip(configs, done.dirs, strict=True):
+        if runs.is_finished(run_dir):  # a record is only read if it really is this run
+            runs.check_same_config(run_dir, cfg)
+    if keep_records is not None:
+        _keep_records(done.finished, out, keep_records)
+    missing = [d for d in done.dirs if not runs.is_finished(d)]
+    if missing:
+        print(
+            f"--tables-only: {len(missing)} of {len(done.dirs)} runs in {out} are not finished "
+            f"(first: {missing[0]}), so no files are written; the tables below cover the "
+            f"{len(done.finished)} finished. Pick finished tasks with --tasks, or drop "
+            "--tables-only to train the rest."
+        )
+    return done, _tables(module, done, out, scale, metric)
+
+
+def _tables(
+    module: types.ModuleType, done: SweepResult, out: Path, scale: str | None, metric: str
+) -> list[Path]:
+    """Print the tables of `done`'s finished runs; once every run is finished, write
+    results.csv, summary.md and the figures (the experiment's own included) to `out`."""
+    rows = summary.finished_rows(done.dirs)
     if not rows:
-        return done, []
+        return []
     print(summary.per_length_tables(rows))
     print(summary.generalization_table(rows, metric))
     if efficiency := summary.steps_to_fit_table(rows):
@@ -431,7 +473,7 @@ def run_experiment(
                 written.append(out / f"{stem}.{fmt}")
                 plotting.save(fig, written[-1])
         print("Wrote " + ", ".join(str(p) for p in written))
-    return done, written
+    return written
 
 
 def train_and_report(cfg: RunConfig, out: Path, **train_options) -> list[dict]:
