@@ -75,7 +75,18 @@ def test_tables_mark_what_is_not_a_score():
     assert "| steady | 0.60 / 1.00 (3/3) | 0.10 / 1.00 (1/1) |" in glance
     best = unpadded(leaderboard.best_per_task(rows, {"sort": "claimed: 1000x"}))
     assert "| copy | steady: 0.60 (3/3 fit) | steady: 1.00 (3/3 fit) | |" in best
-    assert "| sort | steady: 0.10 (1/1 fit) | steady: 1.00 (1/1 fit) | claimed: 1000x |" in best
+    # At 8x on sort both fit seeds score 1.00: a tie, named as one, not a win for either.
+    sort_row = "| sort | steady: 0.10 (1/1 fit) | lucky, steady: 1.00 (1/1 fit) | claimed: 1000x |"
+    assert sort_row in best
+    # Equal scores with different fit counts name each fit count.
+    tie = [("copy", "steady", True, 1.0, 0.5), ("copy", "steady", True, 1.0, 0.5)]
+    tie += [("copy", "lucky", True, 1.0, 1.0), ("copy", "lucky", False, 0.5, 0.5)]
+    tie += [("copy", "third", True, 1.0, 0.5)]
+    best = unpadded(leaderboard.best_per_task(rows_of(tie)))
+    assert (
+        "| copy | lucky (1/2 fit), steady (2/2 fit), third (1/1 fit): 0.50 "
+        "| steady (2/2 fit), third (1/1 fit): 1.00 | |"
+    ) in best
     nothing = leaderboard.best_per_task(rows_of([("copy", "never", False, 0.3, 0.3)]))
     assert "none generalizes (0.00)" in nothing
 

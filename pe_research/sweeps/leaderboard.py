@@ -172,7 +172,8 @@ def best_per_task(
     metric: str = "exact_match",
 ) -> str:
     """Markdown: per task, the encoding with the best score at 2x and at 8x (with its fit count)
-    and, where given, a published claim about the task beside it."""
+    and, where given, a published claim about the task beside it. Encodings whose score shows
+    the same as the best (to 2 decimals) share the cell, best first: a tie is not a win."""
     table = entries(rows)
     _, tasks = order(table, metric)
     claims = claims or {}
@@ -181,12 +182,18 @@ def best_per_task(
         line = [task]
         for k in (2, 8):
             candidates = [e for e in table if e.task == task]
-            best = max(candidates, key=lambda e: (e.scores[metric][k], e.encoding))
-            line.append(
-                f"{best.encoding}: {best.scores[metric][k]:.2f} ({best.fit}/{best.runs} fit)"
-                if best.scores[metric][k] > 0
-                else "none generalizes (0.00)"
-            )
+            candidates.sort(key=lambda e: (-e.scores[metric][k], e.encoding))
+            top = f"{candidates[0].scores[metric][k]:.2f}"
+            tied = [e for e in candidates if f"{e.scores[metric][k]:.2f}" == top]
+            if candidates[0].scores[metric][k] == 0:
+                line.append("none generalizes (0.00)")
+            elif len({(e.fit, e.runs) for e in tied}) == 1:
+                names = ", ".join(e.encoding for e in tied)
+                line.append(f"{names}: {top} ({tied[0].fit}/{tied[0].runs} fit)")
+            else:
+                line.append(
+                    ", ".join(f"{e.encoding} ({e.fit}/{e.runs} fit)" for e in tied) + f": {top}"
+                )
         body.append([*line, claims.get(task, "")])
     header = ["task", f"best at 2x ({metric} score)", "best at 8x", "published"]
     return "\n".join(markdown_table(header, body)) + "\n"
