@@ -40,13 +40,14 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the two rows run so far (copy, reverse): 100-105 min of 2 workers a row, part of the
-time beside other sweeps, so about 22 hours for the 13 rows. The sweep's own estimate
-(sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40 hours on the 2
-cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps half that when
-runs stop at fit as the main job's do (100-1,900 steps), and more for the costlier encodings (PaTH,
-DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines; `--scale gpu` is 3.2e17
-FLOPs (the estimate prints at least 0.55 h on one H200, from the rates measured there).
+measured on the three rows run so far: 105 min (copy), 100 (reverse) and 35 (offset, where 10 of
+28 encodings fit at the first check) on 2 workers, part of the time beside other sweeps, so roughly
+15-20 hours for the 13 rows. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the
+step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that
+the main job's step reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900
+steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over
+several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on
+one H200, from the rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -54,11 +55,11 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 2 of the 13 rows so far (168 of 1,092 runs, 159 fit), on the 2-core CPU machine. Their
+Result: 3 of the 13 rows so far (252 of 1,092 runs, 228 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
-`pe-research sweep leaderboard --tables-only --tasks copy reverse --out DIR` on a copy of them). A
-score is the exact match at k x with unfit seeds as 0.
+`pe-research sweep leaderboard --tables-only --tasks copy reverse offset --out DIR` on a copy of
+them). A score is the exact match at k x with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -85,7 +86,19 @@ ASEntmax included; their token accuracy at 2x is at most .76 (HoPE .76, Kerple .
 .73, ALiBi .71, ASEntmax .64, RoPE .43, sin/cos .13), at 8x at most .20 (CoPE .20, HoPE and
 Transformer-XL .19). So the ALiBi family, which copies to 2x, does not reverse: the rows disagree,
 which is what the table is for. M-RoPE with text positions (index on all three axes) matches RoPE to
-the digit on both rows, as it must.
+the digit on every row, as it must.
+
+Offset (84 runs, 69 fit; 2026-12-05, code of e7c86f9, 35 min on 2 workers, the first 10 min beside
+the reverse row's last runs). Each answer symbol is the one 3 positions back (n-back), so relative
+encodings should carry it to any length. NoPE, integer, normalized integer, temperature (NoPE with
+Llama 4's query scale) and ALiBi fit no seed (ALiBi .88 exact match at 16, as in
+experiments/context_extension.py; the other four .08-.09). At 2x LieRE, ComRoPE and Transformer-XL
+score 1.00, CoPE .99, xPos .98, then DAPE .91, forgetting gate .90, NAPE and Kerple .87, ASEntmax
+.85, RoPE .83; sin/cos, binary and learned fit every seed and score 0. At 8x Transformer-XL alone
+holds the rule (.99); DAPE and the forgetting gate .67, ASEntmax .59, NAPE .52, Kerple .46, xPos
+.33, while the learned rotations fall to .02-.04 and RoPE to 0 (token accuracy .81). RoPE's numbers
+are those of experiments/context_extension.py's trained RoPE to the digit (token accuracy .99 / .93
+/ .81 at 2x / 4x / 8x), a second check of the recipe.
 """
 
 import dataclasses
