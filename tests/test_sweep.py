@@ -50,6 +50,14 @@ def fake_run(run_dir, cfg, value, *, done=True):
         runs.mark_done(run_dir)
 
 
+@pytest.fixture
+def experiment(tmp_path):
+    """An experiment file of two tiny copy runs (NoPE, RoPE): TINY_EXPERIMENT."""
+    experiment = tmp_path / "tiny.py"
+    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+    return experiment
+
+
 def fake_train_group(calls):
     """Stands in for train.train_group: records each call and the claims held during it."""
 
@@ -156,10 +164,8 @@ def test_runs_differing_only_in_seed_train_together_and_unfinished_runs_are_redo
 
 
 def test_a_sweep_keeps_its_records_apart_and_resumes_or_summarizes_from_them(
-    tmp_path, monkeypatch, capsys
+    experiment, tmp_path, monkeypatch, capsys
 ):
-    experiment = tmp_path / "tiny.py"
-    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
     calls = []
     monkeypatch.setattr(train, "train_group", fake_train_group(calls))
     out, kept = tmp_path / "out", tmp_path / "kept"
@@ -199,10 +205,8 @@ def test_a_sweep_keeps_its_records_apart_and_resumes_or_summarizes_from_them(
 
 
 def test_tables_only_trains_nothing_and_writes_files_once_every_run_is_finished(
-    tmp_path, monkeypatch, capsys
+    experiment, tmp_path, monkeypatch, capsys
 ):
-    experiment = tmp_path / "tiny.py"
-    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
     calls = []
     monkeypatch.setattr(train, "train_group", fake_train_group(calls))
     out = tmp_path / "out"
@@ -364,9 +368,7 @@ def test_bad_sweep_input_exits_with_a_message(tmp_path, capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
-def test_two_processes_sweeping_one_folder_train_each_run_once(tmp_path):
-    experiment = tmp_path / "tiny.py"
-    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+def test_two_processes_sweeping_one_folder_train_each_run_once(experiment, tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "pe_research.cli", "sweep", str(experiment), "--out", str(out)]
     outputs = run_together([[*command, "--no-progress"]] * 2, cwd=tmp_path)
@@ -386,9 +388,7 @@ def test_two_processes_sweeping_one_folder_train_each_run_once(tmp_path):
         assert len(list(csv.DictReader(f))) == 2 * len(expected)
 
 
-def test_workers_share_the_sweep_and_the_first_process_writes_the_results(tmp_path):
-    experiment = tmp_path / "tiny.py"
-    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
+def test_workers_share_the_sweep_and_the_first_process_writes_the_results(experiment, tmp_path):
     out = tmp_path / "out"
     command = [sys.executable, "-m", "pe_research.cli", "sweep", str(experiment), "--out", str(out)]
     (output,) = run_together([[*command, "--no-progress", "--workers", "2"]], cwd=tmp_path)
@@ -433,11 +433,9 @@ class _Worker:
         return self.returncode
 
 
-def test_a_sigterm_to_the_sweep_stops_its_workers(tmp_path, monkeypatch):
+def test_a_sigterm_to_the_sweep_stops_its_workers(experiment, tmp_path, monkeypatch):
     """`kill` of a `sweep --workers 2` (the parent) exits with 143 and terminates the workers it
     started, instead of leaving them training, orphaned."""
-    experiment = tmp_path / "tiny.py"
-    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
 
     class Worker(_Worker):
         terminated = False
@@ -467,14 +465,12 @@ def test_a_sigterm_to_the_sweep_stops_its_workers(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("holder", ["dead-worker", "live-process"])
 def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
-    tmp_path, monkeypatch, capsys, holder
+    experiment, tmp_path, monkeypatch, capsys, holder
 ):
     """`sweep --workers 2` with a worker killed while it held a run: the command exits 1 (a
     scheduler must not read it as success) and the rerun finishes the sweep with status 0. When
     the unfinished run belongs to another live process, a failed worker does not fail the
     command."""
-    experiment = tmp_path / "tiny.py"
-    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
     out = tmp_path / "out"
     cfgs = experiments.experiment_runs(experiments.load_experiment(str(experiment)))
     first = sweep.run_dir_for(out, cfgs[0])
@@ -510,10 +506,8 @@ def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
 
 
 def test_a_sweep_stopped_by_ctrl_c_or_kill_keeps_the_records_of_the_runs_it_finished(
-    tmp_path, monkeypatch, capsys
+    experiment, tmp_path, monkeypatch, capsys
 ):
-    experiment = tmp_path / "tiny.py"
-    experiment.write_text(textwrap.dedent(TINY_EXPERIMENT))
     calls = []
     finish = fake_train_group(calls)
 
