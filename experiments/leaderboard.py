@@ -40,14 +40,15 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the three rows run so far: 105 min (copy), 100 (reverse) and 35 (offset, where 10 of
-28 encodings fit at the first check) on 2 workers, part of the time beside other sweeps, so roughly
-15-20 hours for the 13 rows. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the
-step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that
-the main job's step reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900
-steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over
-several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on
-one H200, from the rates measured there).
+measured on the four rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+encodings fit at the first check) and about 180 (duplicate, whose answer doubles the sequence) on 2
+workers, part of the time beside other sweeps, so about 23 hours for the 13 rows at their mean. The
+sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about
+40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches,
+perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the
+costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines;
+`--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates
+measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,

@@ -428,12 +428,13 @@ def _tables_only(
 ) -> tuple[SweepResult, list[Path]]:
     """`run_experiment(tables_only=True)`: the tables of the finished runs, training none."""
     done = SweepResult([run_dir_for(out, cfg) for cfg in configs], [], {})
+    finished = set(done.finished)
     for cfg, run_dir in zip(configs, done.dirs, strict=True):
-        if runs.is_finished(run_dir):  # a record is only read if it really is this run
+        if run_dir in finished:  # a record is only read if it really is this run
             runs.check_same_config(run_dir, cfg)
     if keep_records is not None:
         _keep_records(done.finished, out, keep_records)
-    missing = [d for d in done.dirs if not runs.is_finished(d)]
+    missing = [d for d in done.dirs if d not in finished]
     if missing:
         print(
             f"--tables-only: {len(missing)} of {len(done.dirs)} runs in {out} are not finished "
