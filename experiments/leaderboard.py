@@ -56,11 +56,11 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 3 of the 13 rows so far (252 of 1,092 runs, 228 fit), on the 2-core CPU machine. Their
+Result: 4 of the 13 rows so far (336 of 1,092 runs, 287 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
-`pe-research sweep leaderboard --tables-only --tasks copy reverse offset --out DIR` on a copy of
-them). A score is the exact match at k x with unfit seeds as 0.
+`pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate --out DIR` on a
+copy of them). A score is the exact match at k x with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -100,6 +100,16 @@ holds the rule (.99); DAPE and the forgetting gate .67, ASEntmax .59, NAPE .52, 
 .33, while the learned rotations fall to .02-.04 and RoPE to 0 (token accuracy .81). RoPE's numbers
 are those of experiments/context_extension.py's trained RoPE to the digit (token accuracy .99 / .93
 / .81 at 2x / 4x / 8x), a second check of the recipe.
+
+Duplicate (84 runs, 59 fit; 2026-12-05, 27 runs at commit e7c86f9 and 57 at 80da182, whose training
+code is the same; about 3 h on 2 workers over two sessions, the slowest row: the answer repeats the
+input, so 8x is 384 tokens, and many encodings fit only after 1,000 steps). NoPE, integer,
+normalized integer, temperature, HoPE and PoPE fit no seed (exact match at 16 .74-.91); learned, T5,
+PaTH, FIRE and Transformer-XL fit 2 of 3, Kerple 1. At 2x ASEntmax .75, NAPE .74, ALiBi .52,
+forgetting gate .46, CoPE .43, PaTH .30, Kerple .27, FIRE .25, DAPE .17, T5 .02; every rotary,
+absolute and learned-rotation encoding fits 3/3 and scores 0. At 8x ASEntmax and Kerple .05
+(Kerple's one fitted seed .16), NAPE .01, the rest 0; token accuracy at 8x ASEntmax .97, NAPE .96,
+ALiBi .86. So the ALiBi family and ASEntmax lead, as on copy.
 """
 
 import dataclasses
