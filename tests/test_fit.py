@@ -213,14 +213,14 @@ def test_plots_draw_unfit_runs_faded_and_dashed():
     assert lines["rope"].get_linestyle() == "-" and lines["rope"].get_alpha() == 1.0
     unfit = lines["nope (unfit)"]
     assert unfit.get_linestyle() == "--" and unfit.get_alpha() < 0.5
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "nope (unfit)" in legend
+    (legend,) = fig.legends  # one for the figure, beside its panels
+    assert "nope (unfit)" in [t.get_text() for t in legend.get_texts()]
     # The legend lists every panel's series: here the unfit one is in the first of two panels.
     other = [dict(row, task="reverse") for row in ROWS if row["encoding"] == "rope"]
     fig = plotting.extrapolation_figure([*ROWS, *other], "exact_match")
     assert [ax.get_title() for ax in fig.axes[:2]] == ["copy", "reverse"]
-    legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
-    assert legend == ["rope", "nope (unfit)", "chance"]
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["rope", "nope (unfit)", "chance"]
     heat = plotting.heatmap_figure(ROWS, "exact_match")
     assert [t.get_text() for t in heat.axes[0].get_yticklabels()] == ["rope", "nope (unfit)"]
     steps = plotting.steps_to_fit_figure(ROWS)

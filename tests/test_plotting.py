@@ -94,6 +94,36 @@ def test_heatmap_leaves_missing_cells_blank():
     assert len(ax.texts) == len(ENCODINGS) * len(LENGTHS) - 1
 
 
+def test_a_leaderboards_many_tasks_and_encodings_stay_readable():
+    # 13 tasks x 28 encodings, as the leaderboard: panels in rows of at most 4, every series its
+    # own colour and marker, the legend inside the figure.
+    tasks, encs = [f"task{t:02d}" for t in range(13)], [f"enc{e:02d}" for e in range(28)]
+    rows = [
+        {"task": t, "encoding": e, "seed": 0, "train_length": 4, "length": n,
+         "exact_match": (i + j) / 40, "fit_checked": True, "steps_cap": 100,
+         "fit_step": None if j == 0 else 50, "run": f"{t}/{e}"}
+        for i, t in enumerate(tasks) for j, e in enumerate(encs) for n in LENGTHS
+    ]  # fmt: skip
+    for figure in (plotting.extrapolation_figure, plotting.heatmap_figure):
+        axes = panels(figure(rows, "exact_match"))
+        assert len(axes) == 13 and len({round(ax.get_position().x0, 3) for ax in axes}) == 4
+    fig = plotting.extrapolation_figure(rows, "exact_match")
+    styles = {
+        (line.get_color(), line.get_marker())
+        for line in panels(fig)[0].get_lines()
+        if line.get_label() in encs
+    }
+    assert len(styles) == len(encs)
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    inside = legend.get_window_extent().transformed(fig.transFigure.inverted())
+    assert inside.x0 >= 0 and inside.y0 >= 0 and inside.x1 <= 1.0001 and inside.y1 <= 1.0001
+    right_panel = max(ax.get_position().x1 for ax in panels(fig))
+    assert right_panel <= inside.x0  # the legend is beside the panels, not over them
+    steps = panels(plotting.steps_to_fit_figure(rows))
+    assert len({round(ax.get_position().x0, 3) for ax in steps}) == 4
+
+
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="Unknown metric 'loss'"):
         plotting.heatmap_figure(make_rows(), "loss")

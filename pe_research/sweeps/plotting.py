@@ -68,11 +68,30 @@ def _chance(row: dict[str, Any], metric: str) -> float | None:
     return None if chance is None else float(chance)
 
 
-def _panels(num: int, width: float, height: float, **kwargs: Any):
+def _panels(num: int, width: float, height: float, max_cols: int | None = None, **kwargs: Any):
+    """A figure of `num` panels of `width` x `height` inches, in rows of at most `max_cols` (one
+    row if None), and its axes row by row. A sweep of every task (the leaderboard's 13) would
+    otherwise be one row some 60 inches wide."""
+    cols = num if max_cols is None else min(num, max_cols)
+    rows = -(-num // cols)
     # Figures drawn by Agg without pyplot: no global backend to set, no figures to close.
-    fig = Figure(figsize=(width * num, height))
+    fig = Figure(figsize=(width * cols, height * rows))
     FigureCanvasAgg(fig)
-    return fig, fig.subplots(1, num, squeeze=False, **kwargs)
+    axes = list(fig.subplots(rows, cols, squeeze=False, **kwargs).flat)
+    for spare in axes[num:]:
+        spare.remove()
+    return fig, axes[:num], cols
+
+
+def _styles(names: list[str]) -> dict[str, dict[str, Any]]:
+    """A colour and marker per name, no two the same: ten colours while they suffice, then
+    twenty, and a new marker for each further twenty (a leaderboard draws 28 encodings)."""
+    palette = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
+    markers = "os^Dv"
+    return {
+        name: {"color": palette(i % palette.N), "marker": markers[(i // palette.N) % len(markers)]}
+        for i, name in enumerate(names)
+    }
 
 
 def extrapolation_figure(
@@ -91,19 +110,19 @@ def extrapolation_figure(
             chance[row["task"]][row["length"]].append(value)
 
     task_names = sorted(table)
-    fig, axes = _panels(len(task_names), 4.2, 3.6, sharey=True)
-    encodings = sorted({_base(enc) for t in table.values() for enc in t})
-    colors = {enc: matplotlib.colormaps["tab10"](i % 10) for i, enc in enumerate(encodings)}
-    for ax, task in zip(axes[0], task_names, strict=True):
+    fig, axes, cols = _panels(len(task_names), 4.2, 3.6, max_cols=4, sharey=True)
+    styles = _styles(sorted({_base(enc) for t in table.values() for enc in t}))
+    for ax, task in zip(axes, task_names, strict=True):
         for enc in sorted(table[task], key=runs.series_order):
             by_length = table[task][enc]
             lengths = np.array(sorted(by_length))
             values = [np.asarray(by_length[n]) for n in lengths]
             mean = np.array([v.mean() for v in values])
             unfit = runs.is_unfit_series(enc)
-            color = colors[_base(enc)]
+            style = styles[_base(enc)]
+            color = style["color"]
             ax.plot(
-                lengths, mean, marker="o", ms=3, label=enc, color=color,
+                lengths, mean, ms=3, label=enc, **style,
                 alpha=0.35 if unfit else 1.0, linestyle="--" if unfit else "-",
             )  # fmt: skip
             if max(len(v) for v in values) > 1:
@@ -122,22 +141,30 @@ def extrapolation_figure(
         if metrics.METRICS[metric].bounded:
             ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(metrics.METRICS[metric].label)
+    for ax in axes[::cols]:
+        ax.set_ylabel(metrics.METRICS[metric].label)
     # Every panel's series (an unfit run may be in one task only), once each, chance last.
-    # Beside the panels, not over them, the figure widened to hold it: labels with
-    # evaluation-time scalings are long.
+    # Beside the panels, not over them, the figure widened to hold it (labels with
+    # evaluation-time scalings are long), in as many columns as keep it within the figure's
+    # height (a sweep of every encoding has some 40 series).
     handles = {}
-    for ax in axes[0]:
+    for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
     labels = sorted(handles, key=lambda label: (label == "chance", runs.series_order(label)))
-    legend = axes[0][-1].legend(
-        [handles[label] for label in labels], labels, fontsize=8, loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-    )  # fmt: skip
-    legend_width = legend.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi
-    fig.set_figwidth(fig.get_figwidth() + legend_width)
-    fig.tight_layout()
+    renderer = fig.canvas.get_renderer()
+    for ncol in range(1, len(labels) + 1):
+        legend = fig.legend(
+            [handles[label] for label in labels], labels, fontsize=8, loc="upper right",
+            bbox_to_anchor=(1.0, 1.0), ncol=ncol,
+        )  # fmt: skip
+        extent = legend.get_window_extent(renderer)
+        if extent.height <= 0.98 * fig.bbox.height or ncol == len(labels):
+            break
+        legend.remove()
+    strip = extent.width / fig.dpi + 0.1  # inches
+    fig.set_figwidth(fig.get_figwidth() + strip)
+    fig.tight_layout(rect=(0, 0, 1 - strip / fig.get_figwidth(), 1))
     return fig
 
 
@@ -154,11 +181,11 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT
     ]
     width = max(3.0, 0.55 * max(cols for _, cols in sizes) + 1.8)
     height = max(2.4, 0.4 * max(encs for encs, _ in sizes) + 1.4)
-    fig, axes = _panels(len(task_names), width, height)
+    fig, axes, cols = _panels(len(task_names), width, height, max_cols=4)
     values = np.array([row[metric] for row in rows], dtype=float)
     bounded = metrics.METRICS[metric].bounded
     vmin, vmax = (0.0, 1.0) if bounded else (np.nanmin(values), np.nanmax(values))
-    for ax, task in zip(axes[0], task_names, strict=True):
+    for ax, task in zip(axes, task_names, strict=True):
         encodings = sorted(table[task], key=runs.series_order)
         lengths = sorted({n for by_length in table[task].values() for n in by_length})
         mean_EN = np.full((len(encodings), len(lengths)), np.nan)
@@ -181,7 +208,7 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT
     # Widen the figure for encoding labels longer than the width budgeted for them (labels with
     # evaluation-time scalings are long).
     renderer = fig.canvas.get_renderer()
-    for ax in axes[0]:
+    for ax in axes[:cols]:
         label_width = max(t.get_window_extent(renderer).width for t in ax.get_yticklabels())
         fig.set_figwidth(fig.get_figwidth() + max(0.0, label_width / fig.dpi - 0.9))
     fig.tight_layout()
@@ -191,7 +218,8 @@ def heatmap_figure(rows: Iterable[dict[str, Any]], metric: str = metrics.DEFAULT
 def steps_to_fit_figure(rows: Iterable[dict[str, Any]]) -> Figure:
     """Sample efficiency, from runs trained with train.stop_when_fit: per task, the step at which
     each seed of each encoding first fit (a dot per seed, a bar at their mean); a seed that never
-    fit is a hollow marker at its step cap, labelled "not fit"."""
+    fit is a hollow marker at its step cap, labelled "not fit" (under the panel where more
+    than ten encodings leave no room beside each marker)."""
     rows = [r for r in without_failed(rows) if r.get("fit_checked")]
     if not rows:
         raise ValueError("No run was trained with train.stop_when_fit: no steps to fit to plot.")
@@ -201,10 +229,13 @@ def steps_to_fit_figure(rows: Iterable[dict[str, Any]]) -> Figure:
     for row in rows:
         seeds[row["task"]][row["encoding"]][row["run"]] = (row.get("fit_step"), row["steps_cap"])
     task_names = sorted(seeds)
-    fig, axes = _panels(len(task_names), 4.2, 3.4, sharey=True)
-    encodings = sorted({enc for t in seeds.values() for enc in t})
-    colors = {enc: matplotlib.colormaps["tab10"](i % 10) for i, enc in enumerate(encodings)}
-    for ax, task in zip(axes[0], task_names, strict=True):
+    most = max(len(encodings) for encodings in seeds.values())
+    crowded = most > 10  # labels upright and small, "not fit" said once under the panel
+    width = max(4.2, 0.24 * most + 0.8)
+    fig, axes, cols = _panels(len(task_names), width, 3.4, max_cols=4, sharey=True)
+    styles = _styles(sorted({enc for t in seeds.values() for enc in t}))
+    colors = {enc: style["color"] for enc, style in styles.items()}
+    for ax, task in zip(axes, task_names, strict=True):
         names = sorted(seeds[task])
         for x, enc in enumerate(names):
             fit = [s for s, _ in seeds[task][enc].values() if s is not None]
@@ -213,16 +244,21 @@ def steps_to_fit_figure(rows: Iterable[dict[str, Any]]) -> Figure:
                 ax.bar(x, np.mean(fit), color=colors[enc], alpha=0.5, width=0.6)
                 ax.plot([x] * len(fit), fit, "o", color=colors[enc], ms=4)
             if never:
-                ax.plot([x] * len(never), never, "o", mfc="none", color=colors[enc], ms=7,
-                        label="not fit by the cap" if x == 0 else None)  # fmt: skip
-                ax.annotate("not fit", (x, max(never)), ha="center", va="top", fontsize=7,
-                            xytext=(0, -8), textcoords="offset points")  # fmt: skip
-        ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+                ax.plot([x] * len(never), never, "o", mfc="none", color=colors[enc], ms=7)
+                if not crowded:
+                    ax.annotate("not fit", (x, max(never)), ha="center", va="top", fontsize=7,
+                                xytext=(0, -8), textcoords="offset points")  # fmt: skip
+        if crowded:
+            ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+            ax.set_xlabel("hollow marker: a seed not fit by the step cap", fontsize=8)
+        else:
+            ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
         ax.set_title(task)
         ax.grid(alpha=0.3, axis="y")
     caps = [cap for t in seeds.values() for e in t.values() for _, cap in e.values()]
-    axes[0][0].set_ylim(0, 1.08 * max(caps))
-    axes[0][0].set_ylabel("steps to fit")
+    axes[0].set_ylim(0, 1.08 * max(caps))
+    for ax in axes[::cols]:
+        ax.set_ylabel("steps to fit")
     fig.tight_layout()
     return fig
 
@@ -248,10 +284,10 @@ def headline_figure(panels: dict[str, list[Series]], xlabel: str = "evaluation l
     column_in = 0.055 * max(map(len, handles)) + 0.5
     ncol = max(1, min(len(handles), int(4.2 * len(titles) // column_in)))
     legend_in = 0.17 * -(-len(handles) // ncol) + 0.15  # the legend's rows, in inches
-    fig, axes = _panels(len(titles), 4.2, 3.2 + legend_in, sharey=True)
+    fig, axes, _ = _panels(len(titles), 4.2, 3.2 + legend_in, sharey=True)
     labels = sorted({s[0] for series in panels.values() for s in series})
     colors = {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(labels)}
-    for ax, title in zip(axes[0], titles, strict=True):
+    for ax, title in zip(axes, titles, strict=True):
         for label, xs, ys, is_paper in panels[title]:
             name = f"{label} ({'paper' if is_paper else 'here'})"
             (handles[name],) = ax.plot(
@@ -262,7 +298,7 @@ def headline_figure(panels: dict[str, list[Series]], xlabel: str = "evaluation l
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylim(-0.03, 1.03)
+    axes[0].set_ylim(-0.03, 1.03)
     fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=ncol, fontsize=7,
                frameon=False)  # fmt: skip
     fig.tight_layout(rect=(0, legend_in / fig.get_figheight(), 1, 1))
