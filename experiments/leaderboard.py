@@ -40,9 +40,10 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the four rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
-encodings fit at the first check) and about 180 (duplicate, whose answer doubles the sequence) on 2
-workers, part of the time beside other sweeps, so about 23 hours for the 13 rows at their mean. The
+measured on the five rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence) and
+about 90 (count_copy) on 2 workers, part of the time beside other sweeps, so about 22 hours for the
+13 rows at their mean. The
 sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about
 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches,
 perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the
@@ -56,11 +57,11 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 4 of the 13 rows so far (336 of 1,092 runs, 287 fit), on the 2-core CPU machine. Their
+Result: 5 of the 13 rows so far (420 of 1,092 runs, 371 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
-`pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate --out DIR` on a
-copy of them). A score is the exact match at k x with unfit seeds as 0.
+`pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy --out
+DIR` on a copy of them). A score is the exact match at k x with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -110,6 +111,17 @@ forgetting gate .46, CoPE .43, PaTH .30, Kerple .27, FIRE .25, DAPE .17, T5 .02;
 absolute and learned-rotation encoding fits 3/3 and scores 0. At 8x ASEntmax and Kerple .05
 (Kerple's one fitted seed .16), NAPE .01, the rest 0; token accuracy at 8x ASEntmax .97, NAPE .96,
 ALiBi .86. So the ALiBi family and ASEntmax lead, as on copy.
+
+Count_copy (84 runs, all fit; one symbol n times, then END; 2026-12-05, 30 runs at commit 80da182
+and 54 at 03242b3, whose training code is the same; about 1.5 h on 2 workers over two sessions). The
+answer hangs on a count, not on where a symbol sits, and NoPE and its kin lead, as Kazemnejad et al.
+2023 found (NoPE .99 at lengths 21-40, experiments/mcgill.py): at 2x NoPE .80, PaTH .73, HoPE .71,
+temperature (NoPE with a query scale) .68, integer .60, normalized integer .58, FIRE .48, binary
+.22, sin/cos .18, RoPE and M-RoPE .11 (the same to the digit), Kerple .11, CoPE .10, ASEntmax .09;
+ALiBi, NAPE, LieRE, ComRoPE, FoPE and Transformer-XL 0. At 8x HoPE .18, temperature .11, NoPE .09,
+CoPE and integer .08; token accuracy at 8x .97-.98 for NoPE, HoPE, temperature, RoPE, sin/cos and
+PaTH, ALiBi .50. So the encodings that lead copy and duplicate (ALiBi, NAPE, ASEntmax) trail here,
+and NoPE, which fits no seed of duplicate or offset, leads.
 """
 
 import dataclasses
