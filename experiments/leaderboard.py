@@ -40,16 +40,15 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the five rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
-encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence) and
-about 90 (count_copy) on 2 workers, part of the time beside other sweeps, so about 22 hours for the
-13 rows at their mean. The
-sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about
-40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches,
-perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the
-costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines;
-`--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates
-measured there).
+measured on the six rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence), about
+90 (count_copy) and about 90 (sort) on 2 workers, part of the time beside other sweeps, so about 22
+hours for the 13 rows at their mean. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul
+FLOPs to the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s
+fp32 peak that the main job's step reaches, perhaps half that when runs stop at fit as the main
+job's do (100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it
+by shards over several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at
+least 0.55 h on one H200, from the rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -57,11 +56,11 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 5 of the 13 rows so far (420 of 1,092 runs, 371 fit), on the 2-core CPU machine. Their
+Result: 6 of the 13 rows so far (504 of 1,092 runs, 455 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
-`pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy --out
-DIR` on a copy of them). A score is the exact match at k x with unfit seeds as 0.
+`pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy sort
+--out DIR` on a copy of them). A score is the exact match at k x with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -122,6 +121,17 @@ ALiBi, NAPE, LieRE, ComRoPE, FoPE and Transformer-XL 0. At 8x HoPE .18, temperat
 CoPE and integer .08; token accuracy at 8x .97-.98 for NoPE, HoPE, temperature, RoPE, sin/cos and
 PaTH, ALiBi .50. So the encodings that lead copy and duplicate (ALiBi, NAPE, ASEntmax) trail here,
 and NoPE, which fits no seed of duplicate or offset, leads.
+
+Sort (84 runs, all fit; n symbols, SEP, the same symbols in ascending order, the ASEntmax suite's
+task; 2026-12-05, code of 03242b3, about 1.5 h on 2 workers; the last packs were PaTH, 10 min for 3
+seeds, and ASEntmax, fit at steps 1,100-1,200). Here FIRE and the NoPE-like and integer-position
+encodings lead: at 2x FIRE and normalized integer .75, temperature and integer .66, HoPE .60, NoPE
+.58, CoPE .38, forgetting gate .30, T5 .28, PaTH .24, learned .23, ASEntmax .19; Kerple .04, DAPE
+.02, and ALiBi, NAPE and every rotary, xPos, sin/cos and learned-rotation encoding 0. At 4x none
+scores above .01 and at 8x none above 0; token accuracy at 8x FIRE .91, normalized integer,
+temperature and NoPE .90, ASEntmax .59, RoPE .30, NAPE .25. ASEntmax's paper reports sort
+extrapolating far beyond its training length; with our model, training and lengths (not its paper's)
+it is twelfth here at 2x.
 """
 
 import dataclasses
