@@ -84,8 +84,8 @@ def _panels(num: int, width: float, height: float, max_cols: int | None = None, 
 
 
 def _styles(names: list[str]) -> dict[str, dict[str, Any]]:
-    """A colour and marker per name, no two the same: ten colours while they suffice, then
-    twenty, and a new marker for each further twenty (a leaderboard draws 28 encodings)."""
+    """A colour and marker per name, no two the same for up to 100 names: ten colours while they
+    suffice, then twenty, and a new marker for each further twenty (a leaderboard draws 28)."""
     palette = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
     markers = "os^Dv"
     return {
