@@ -114,13 +114,14 @@ ALiBi .86. So the ALiBi family and ASEntmax lead, as on copy.
 Count_copy (84 runs, all fit; one symbol n times, then END; 2026-12-05, 30 runs at commit 80da182
 and 54 at 03242b3, whose training code is the same; about 1.5 h on 2 workers over two sessions). The
 answer hangs on a count, not on where a symbol sits, and NoPE and its kin lead, as Kazemnejad et al.
-2023 found (NoPE .99 at lengths 21-40, experiments/mcgill.py): at 2x NoPE .80, PaTH .73, HoPE .71,
-temperature (NoPE with a query scale) .68, integer .60, normalized integer .58, FIRE .48, binary
-.22, sin/cos .18, RoPE and M-RoPE .11 (the same to the digit), Kerple .11, CoPE .10, ASEntmax .09;
-ALiBi, NAPE, LieRE, ComRoPE, FoPE and Transformer-XL 0. At 8x HoPE .18, temperature .11, NoPE .09,
-CoPE and integer .08; token accuracy at 8x .97-.98 for NoPE, HoPE, temperature, RoPE, sin/cos and
-PaTH, ALiBi .50. So the encodings that lead copy and duplicate (ALiBi, NAPE, ASEntmax) trail here,
-and NoPE, which fits no seed of duplicate or offset, leads.
+2023 found (NoPE .99 exact match over lengths 21-40 after training on at most 20, with their model:
+a different split from ours, 1-16 and scored at 32; experiments/mcgill.py runs theirs): at 2x NoPE
+.80, PaTH .73, HoPE .71, temperature (NoPE with a query scale) .68, integer .60, normalized integer
+.58, FIRE .48, binary .22, sin/cos .18, RoPE and M-RoPE .11 (the same to the digit), Kerple .11,
+CoPE .10, ASEntmax .09; ALiBi, NAPE, LieRE, ComRoPE, FoPE and Transformer-XL 0. At 8x HoPE .18,
+temperature .11, NoPE .09, CoPE and integer .08; token accuracy at 8x .97-.98 for NoPE, HoPE,
+temperature, RoPE, sin/cos and PaTH, ALiBi .50. So the encodings that lead copy and duplicate
+(ALiBi, NAPE, ASEntmax) trail here, and NoPE, which fits no seed of duplicate or offset, leads.
 
 Sort (84 runs, all fit; n symbols, SEP, the same symbols in ascending order, the ASEntmax suite's
 task; 2026-12-05, code of 03242b3, about 1.5 h on 2 workers; the last packs were PaTH, 10 min for 3
@@ -130,8 +131,9 @@ encodings lead: at 2x FIRE and normalized integer .75, temperature and integer .
 .02, and ALiBi, NAPE and every rotary, xPos, sin/cos and learned-rotation encoding 0. At 4x none
 scores above .01 and at 8x none above 0; token accuracy at 8x FIRE .91, normalized integer,
 temperature and NoPE .90, ASEntmax .59, RoPE .30, NAPE .25. ASEntmax's paper reports sort
-extrapolating far beyond its training length; with our model, training and lengths (not its paper's)
-it is twelfth here at 2x.
+extrapolating far beyond its training length, on its own data (32 symbols, training lengths 32-64:
+deep-spin/asentmax, scripts/generate_data.py) and model; here, with 16 symbols, lengths 1-16 and our
+fit recipe, it is twelfth at 2x. The table does not reproduce that paper.
 """
 
 import dataclasses

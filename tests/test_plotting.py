@@ -104,10 +104,13 @@ def test_a_leaderboards_many_tasks_and_encodings_stay_readable():
          "fit_step": None if j == 0 else 50, "run": f"{t}/{e}"}
         for i, t in enumerate(tasks) for j, e in enumerate(encs) for n in LENGTHS
     ]  # fmt: skip
-    for figure in (plotting.extrapolation_figure, plotting.heatmap_figure):
-        axes = panels(figure(rows, "exact_match"))
-        assert len(axes) == 13 and len({round(ax.get_position().x0, 3) for ax in axes}) == 4
     fig = plotting.extrapolation_figure(rows, "exact_match")
+    # The grid depends on the tasks only: two encodings draw the heatmap and steps in a third
+    # of the time 28 take (a cell's text each).
+    few = [r for r in rows if r["encoding"] in encs[:2]]
+    for drawn in (fig, plotting.heatmap_figure(few, "exact_match")):
+        axes = panels(drawn)
+        assert len(axes) == 13 and len({round(ax.get_position().x0, 3) for ax in axes}) == 4
     styles = {
         (line.get_color(), line.get_marker())
         for line in panels(fig)[0].get_lines()
@@ -120,7 +123,7 @@ def test_a_leaderboards_many_tasks_and_encodings_stay_readable():
     assert inside.x0 >= 0 and inside.y0 >= 0 and inside.x1 <= 1.0001 and inside.y1 <= 1.0001
     right_panel = max(ax.get_position().x1 for ax in panels(fig))
     assert right_panel <= inside.x0  # the legend is beside the panels, not over them
-    steps = panels(plotting.steps_to_fit_figure(rows))
+    steps = panels(plotting.steps_to_fit_figure(few))
     assert len({round(ax.get_position().x0, 3) for ax in steps}) == 4
 
 

@@ -285,8 +285,8 @@ def headline_figure(panels: dict[str, list[Series]], xlabel: str = "evaluation l
     ncol = max(1, min(len(handles), int(4.2 * len(titles) // column_in)))
     legend_in = 0.17 * -(-len(handles) // ncol) + 0.15  # the legend's rows, in inches
     fig, axes, _ = _panels(len(titles), 4.2, 3.2 + legend_in, sharey=True)
-    labels = sorted({s[0] for series in panels.values() for s in series})
-    colors = {label: matplotlib.colormaps["tab10"](i % 10) for i, label in enumerate(labels)}
+    styles = _styles(sorted({s[0] for series in panels.values() for s in series}))
+    colors = {label: style["color"] for label, style in styles.items()}
     for ax, title in zip(axes, titles, strict=True):
         for label, xs, ys, is_paper in panels[title]:
             name = f"{label} ({'paper' if is_paper else 'here'})"
