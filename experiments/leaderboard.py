@@ -40,10 +40,11 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the six rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+measured on the seven rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
 encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence), about
-90 (count_copy) and about 90 (sort) on 2 workers, part of the time beside other sweeps, so about 22
-hours for the 13 rows at their mean. The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul
+90 (count_copy), about 90 (sort) and 25 (flip_flop, every encoding fit by step 533) on 2 workers,
+part of the time beside other sweeps, so about 19 hours for the 13 rows at their mean; the
+arithmetic rows will cost more (below). The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul
 FLOPs to the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s
 fp32 peak that the main job's step reaches, perhaps half that when runs stop at fit as the main
 job's do (100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it
@@ -56,11 +57,11 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 6 of the 13 rows so far (504 of 1,092 runs, 455 fit), on the 2-core CPU machine. Their
+Result: 7 of the 13 rows so far (588 of 1,092 runs, 539 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
 `pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy sort
---out DIR` on a copy of them). A score is the exact match at k x with unfit seeds as 0.
+flip_flop --out DIR` on a copy of them). A score is the exact match at k x with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -134,6 +135,30 @@ temperature and NoPE .90, ASEntmax .59, RoPE .30, NAPE .25. ASEntmax's paper rep
 extrapolating far beyond its training length, on its own data (32 symbols, training lengths 32-64:
 deep-spin/asentmax, scripts/generate_data.py) and model; here, with 16 symbols, lengths 1-16 and our
 fit recipe, it is twelfth at 2x. The table does not reproduce that paper.
+
+Flip_flop (84 runs, all fit; Liu et al. 2023's FFL(0.8): n instructions w / r / i, each followed by
+a bit, every bit after a read scored, n = 1-16; 2026-12-05, code of 7cde07f, 25 min on 2 workers,
+every encoding fit at steps 100-533). In distribution every encoding scores .96-1.00, so only length
+separates them. At 2x the forgetting gate .98, PaTH .95, ALiBi .94, NAPE .93, DAPE .92, ASEntmax
+.86, PoPE and Transformer-XL .85, Kerple .84, T5 .80, FIRE .79; NoPE .75, RoPE .62, FoPE and sin/cos
+.57 last. At 8x the forgetting gate holds .88, then ALiBi .69, DAPE .66, NAPE .48, PaTH .38, Kerple
+.30, ASEntmax .27, FIRE .21, RoPE and its variants .02-.03, PoPE .07; token accuracy at 8x:
+forgetting .99, ALiBi .97, DAPE .96, RoPE .66. The forgetting gate leads at every length, ALiBi and
+DAPE follow at 8x. ASEntmax's flip-flop is another variant (deep-spin/asentmax,
+scripts/generate_data.py, FlipFlop: writes with probability 0.1, otherwise ignores, a single read at
+the end and one scored bit; its data folder 10M_wprob-0_1), so its 1000x claim is not tested here
+either.
+
+Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
+of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
+to the 2,000-step cap). No seed fits, and none learns the sum even at the training length: training
+loss 2.08 over the answer digits at the cap (ln 10 = 2.30 for a uniform digit), token accuracy
+.17-.19 in training and .13-.16 at 16 digits. experiments/addition.py, with a wider 1-layer model,
+longer training and 1-8 digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE)
+and only with Cho et al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token
+positions and the fit recipe on every task, so its arithmetic rows will measure whether an encoding
+learns 16-digit addition and multiplication at this scale at all; run to the cap, each costs about
+2.5 h on 2 workers, so they come last.
 """
 
 import dataclasses
