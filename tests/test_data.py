@@ -34,7 +34,7 @@ FINGERPRINTS = {
     "pe_sort": ("1.0.0", "3321d5ed57855a0f"),
     "pe_multiplication": ("1.0.0", "54ed79e54b3d3085"),
     "pe_mqar": ("1.0.0", "f1b061812059167b"),
-    "pe_local_count": ("1.0.0", "242fcbdb6ed89f3a"),
+    "pe_local_count": ("1.1.0", "6c4de5504e60abaf"),
 }
 
 

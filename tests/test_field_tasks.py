@@ -192,16 +192,18 @@ def test_local_count_labels_each_token_with_its_count_in_its_run(seed, causal):
     check_common(task, batch, causal, labelling=True)
     run_lengths, lengths = [], set()
     for b in range(32):
-        n = int(batch.valid[b].sum())
+        n = int(batch.valid[b].sum()) - 2
         lengths.add(n)
-        stream = batch.inputs[b][:n]
+        # SEP (the start), the stream, END; only the stream is scored.
+        assert batch.inputs[b][0] == task.sep and batch.inputs[b][n + 1] == task.end
+        stream = batch.inputs[b][1 : n + 1]
         assert stream.max() < task.alphabet
         # Runs: maximal blocks of one symbol (consecutive runs differ, so blocks are runs).
         edges = np.flatnonzero(np.diff(stream)) + 1
         runs = np.split(np.arange(n), edges)
         expected = np.concatenate([np.arange(len(r)) for r in runs])
-        np.testing.assert_array_equal(batch.targets[b][:n], task.count_token(expected))
-        np.testing.assert_array_equal(np.flatnonzero(batch.loss_mask[b]), np.arange(n))
+        np.testing.assert_array_equal(batch.targets[b][1 : n + 1], task.count_token(expected))
+        np.testing.assert_array_equal(np.flatnonzero(batch.loss_mask[b]), np.arange(1, n + 1))
         run_lengths += [len(r) for r in runs[:-1]]  # the last run may be cut short
     assert set(run_lengths) == {2, 3, 4, 5}
     assert len(lengths) > 4
@@ -210,9 +212,26 @@ def test_local_count_labels_each_token_with_its_count_in_its_run(seed, causal):
     np.testing.assert_array_equal(batch.inputs, other.inputs)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_local_count_without_bos_eos_is_the_bare_stream(causal):
+    """bos_eos=False drops the two markers and nothing else: the same runs, labels and masks."""
+    task = tasks.get("local_count", alphabet=3, max_reps=5)
+    bare = tasks.get("local_count", alphabet=3, max_reps=5, bos_eos=False)
+    marked, plain = sample(task, 0, 16, 20, causal), sample(bare, 0, 16, 20, causal)
+    check_common(bare, plain, causal, labelling=True)
+    for b in range(16):
+        n = int(plain.valid[b].sum())
+        assert int(marked.valid[b].sum()) == n + 2 == task.seq_len(n, causal)
+        for marked_L, plain_L in [(marked.inputs, plain.inputs), (marked.targets, plain.targets)]:
+            np.testing.assert_array_equal(marked_L[b][1 : n + 1], plain_L[b][:n])
+        np.testing.assert_array_equal(plain.loss_mask[b], plain.valid[b])
+
+
 def test_local_count_needs_runs_of_two():
     with pytest.raises(ValueError, match="max_reps must be an integer >= 2"):
         tasks.get("local_count", max_reps=1)
+    with pytest.raises(ValueError, match="bos_eos must be true or false"):
+        tasks.get("local_count", bos_eos="yes")
 
 
 # -- shared ----------------------------------------------------------------------------------------

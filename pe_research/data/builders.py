@@ -276,12 +276,15 @@ class PeMQAR(TaskBuilder):
 
 
 class PeLocalCount(TaskBuilder):
-    """Local count, runs of 2-8 (tasks.LocalCount)."""
+    """Local count, runs of 2-8, between start and end tokens (tasks.LocalCount)."""
 
     name = "pe_local_count"
     TASK = "local_count"
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = _first_version(TASK)
+    VERSION = tfds.core.Version("1.1.0")
+    RELEASE_NOTES = {
+        **_first_version(TASK),
+        "1.1.0": "the stream between SEP (start) and END, unscored, as the paper's BOS and EOS",
+    }
 
 
 TASK_BUILDERS: dict[str, type[TaskBuilder]] = {
