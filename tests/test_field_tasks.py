@@ -227,7 +227,7 @@ def test_local_count_without_bos_eos_is_the_bare_stream(causal):
         np.testing.assert_array_equal(plain.loss_mask[b], plain.valid[b])
 
 
-def test_local_count_needs_runs_of_two():
+def test_local_count_refuses_bad_options():
     with pytest.raises(ValueError, match="max_reps must be an integer >= 2"):
         tasks.get("local_count", max_reps=1)
     with pytest.raises(ValueError, match="bos_eos must be true or false"):

@@ -213,26 +213,25 @@ class Counting(PromptAnswer):
 
 @dataclasses.dataclass(frozen=True)
 class LocalCount(Task):
-    """Local count: over a stream of runs of repeated symbols, the target at each token is how
-    many copies of its symbol came before it in its run (0, 1, 2, ...).
+    """Local count: over a stream of runs of repeated symbols, the target at each token is how many
+    copies of its symbol came before it in its run (0, 1, 2, ...).
 
-    The local count task of the ASEntmax paper's suite (Vasylenko et al., 2025, arXiv
-    2506.16640; deep-spin/asentmax, scripts/generate_data.py, LocalCount): runs of r copies of
-    a symbol, r uniform in 2..`max_reps`, consecutive runs of different symbols, and a label at
-    every token. The task's length n is the number of tokens; the last run may be cut short.
-    Their data use 16 symbols, runs of up to 48 and 64-128 tokens in training; here the defaults
-    are 16 symbols and runs of up to 8 (a few runs at the training lengths of 16). Every symbol
-    is scored, in decoders and encoders alike (the labels are not next tokens: a labelling task
-    like `offset`, and a causal model can solve it since a label depends on the tokens up to its
-    own).
+    The local count task of the ASEntmax paper's suite (Vasylenko et al., 2025, arXiv 2506.16640;
+    deep-spin/asentmax, scripts/generate_data.py, LocalCount): runs of r copies of a symbol, r
+    uniform in 2..`max_reps`, consecutive runs of different symbols, and a label at every token. The
+    task's length n is the number of stream tokens; the last run may be cut short. Their data use 16
+    symbols, runs of up to 48 and 64-128 tokens in training; here the defaults are 16 symbols and
+    runs of up to 8 (a few runs at the training lengths of 16). Every symbol is scored, in decoders
+    and encoders alike (the labels are not next tokens: a labelling task like `offset`, and a causal
+    model can solve it since a label depends on the tokens up to its own).
 
-    `bos_eos` (default True): the stream stands between a start and an end token, neither
-    scored, as in the paper's input pattern `{bos_token} {text} {eos_token}` with target
-    `{no_loss} {text} {no_loss}` (deep-spin/asentmax, synthetic/configs/data/local_count.yaml);
-    SEP is the start, END the end. Without them the first run has no token before it, and its
-    counts are absolute positions: on the leaderboard's recipe every encoding but the absolute
-    ones then stalls at token accuracy .74 at 16 (about 4 tokens wrong per sequence at any
-    length). Vocabulary: the alphabet, PAD, SEP, BLANK (unused), the counts 0..max_reps-1, END.
+    `bos_eos` (default True): the stream stands between a start and an end token, neither scored, as
+    in the paper's input pattern `{bos_token} {text} {eos_token}` with target `{no_loss} {text}
+    {no_loss}` (deep-spin/asentmax, synthetic/configs/data/local_count.yaml); SEP is the start, END
+    the end. Without them the first run has no token before it, and its counts are absolute
+    positions: on the leaderboard's recipe every encoding but learned, binary and sin/cos then
+    stalls at token accuracy .74 at 16 (about 4 tokens wrong per sequence at any length).
+    Vocabulary: the alphabet, PAD, SEP, BLANK (unused), the counts 0..max_reps-1, END.
     """
 
     name = "local_count"
