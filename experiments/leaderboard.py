@@ -147,13 +147,16 @@ forgetting .99, ALiBi .97, DAPE .96, RoPE .66. The forgetting gate leads at ever
 DAPE follow at 8x. ASEntmax's flip-flop is another variant (deep-spin/asentmax,
 scripts/generate_data.py, FlipFlop: writes with probability 0.1, otherwise ignores, a single read at
 the end and one scored bit; its data folder 10M_wprob-0_1), so its 1000x claim is not tested here
-either.
+either. Liu et al.'s own tests keep their training length and change the density of ignores
+(FFL(0.98), FFL(0.1); tasks.FlipFlop); the lengths here are the leaderboard's, 1-16 scored at up to
+8x, so no number here is theirs.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
 to the 2,000-step cap). No seed fits, and none learns the sum even at the training length: training
 loss 2.08 over the answer digits at the cap (ln 10 = 2.30 for a uniform digit), token accuracy
-.17-.19 in training and .13-.16 at 16 digits. experiments/addition.py, with a wider 1-layer model,
+.17-.19 in training and .13-.16 at 16 digits. experiments/addition.py, in Cho et al.'s format
+(operands most significant digit first, the sum reversed, then END), with a wider 1-layer model,
 longer training and 1-8 digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE)
 and only with Cho et al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token
 positions and the fit recipe on every task, so its arithmetic rows will measure whether an encoding
