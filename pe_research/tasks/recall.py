@@ -34,6 +34,16 @@ class MQAR(Task):
     the alphabet. Only the recalled values are scored (an encoder sees BLANK there): the answer
     depends on which key a query names, not on where it stands. A sequence has 4n + 1 tokens.
     Vocabulary: values 0..alphabet-1, PAD, SEP, BLANK, then the keys.
+
+    Not Zoology's data (HazyResearch/zoology, zoology/data/multiquery_ar.py), which this form
+    simplifies for length generalization: there keys and values come from the two halves of the
+    vocabulary (8,192 tokens in the configs of their Figure 2,
+    zoology/experiments/paper_configs/arxiv24_based_figure2/configs.py) and the values of a
+    sequence are distinct (here 16 values, repeats allowed, no SEP); a sequence has a fixed
+    length (training 4-64 pairs in 64-256 tokens, tests up to 256 pairs in 1,024), and after the
+    pairs every key is queried once at a gap drawn from a power law (power_a 0.01) among random
+    filler tokens, its value never shown after it. Here the queries follow one another, so the
+    task's length n sets both the pairs and the sequence.
     """
 
     name = "mqar"
