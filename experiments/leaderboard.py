@@ -40,16 +40,16 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the seven rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+measured on the eight rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
 encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence), about
-90 (count_copy), about 90 (sort) and 25 (flip_flop, every encoding fit by step 533) on 2 workers,
-part of the time beside other sweeps, so about 19 hours for the 13 rows at their mean; the
-arithmetic rows will cost more (below). The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul
-FLOPs to the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s
-fp32 peak that the main job's step reaches, perhaps half that when runs stop at fit as the main
-job's do (100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it
-by shards over several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at
-least 0.55 h on one H200, from the rates measured there).
+90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533) and 41
+(local_count) on 2 workers, part of the time beside other sweeps, so about 18 hours for the 13 rows
+at their mean; the arithmetic rows will cost more (below). The sweep's own estimate (sweeps/cost.py)
+is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of
+a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps half that when runs stop at fit as
+the main job's do (100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE,
+ComRoPE). Run it by shards over several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the
+estimate prints at least 0.55 h on one H200, from the rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -57,11 +57,12 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 7 of the 13 rows so far (588 of 1,092 runs, 539 fit), on the 2-core CPU machine. Their
+Result: 8 of the 13 rows so far (672 of 1,092 runs, 622 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
 `pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy sort
-flip_flop --out DIR` on a copy of them). A score is the exact match at k x with unfit seeds as 0.
+flip_flop local_count --out DIR` on a copy of them). A score is the exact match at k x with unfit
+seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -150,6 +151,20 @@ the end and one scored bit; its data folder 10M_wprob-0_1), so its 1000x claim i
 either. Liu et al.'s own tests keep their training length and change the density of ignores
 (FFL(0.98), FFL(0.1); tasks.FlipFlop); the lengths here are the leaderboard's, 1-16 scored at up to
 8x, so no number here is theirs.
+
+Local count (84 runs, 83 fit: temperature 2 of 3; the ASEntmax suite's task: a stream of runs of 2-8
+copies of a symbol between a start and an end token, each stream token labelled with the copies of
+its symbol before it in its run; 2026-12-05/06, code of 067bd69, 41 min on 2 workers, fit at steps
+300-2,000). A first run of this row had no start token and is not kept (tasks.LocalCount says what
+it showed). In distribution every encoding scores .95-.98. At 2x NAPE .89, ASEntmax .84,
+Transformer-XL .83, PaTH .70, the forgetting gate .56, DAPE .55, ALiBi .35, Kerple .34, CoPE .32,
+FIRE .26, T5 .22, HoPE .19; NoPE and the absolute encodings .00-.12, RoPE and the rest of the rotary
+family .00-.04. At 8x NAPE .29, Transformer-XL .12, ASEntmax .11, every other encoding 0; token
+accuracy at 8x NAPE .97, Transformer-XL .95, ASEntmax .93, PaTH .79, ALiBi .72, DAPE .69, the rotary
+family .39-.47, learned .33. ASEntmax's own data differ (deep-spin/asentmax, README and
+scripts/generate_data.py, LocalCount): 16 symbols as here, but runs of 2-48 and a whole number of
+runs (the nominal length over 25) at nominal training lengths 64-128, where a sequence here holds
+exactly n = 1-16 stream tokens in runs of 2-8, the last one cut short; no number here is theirs.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
