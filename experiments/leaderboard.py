@@ -163,8 +163,9 @@ family .00-.04. At 8x NAPE .29, Transformer-XL .12, ASEntmax .11, every other en
 accuracy at 8x NAPE .97, Transformer-XL .95, ASEntmax .93, PaTH .79, ALiBi .72, DAPE .69, the rotary
 family .39-.47, learned .33. ASEntmax's own data differ (deep-spin/asentmax, README and
 scripts/generate_data.py, LocalCount): 16 symbols as here, but runs of 2-48 and a whole number of
-runs (the nominal length over 25) at nominal training lengths 64-128, where a sequence here holds
-exactly n = 1-16 stream tokens in runs of 2-8, the last one cut short; no number here is theirs.
+runs (the nominal length // 25, 25 being the mean run) at nominal training lengths 64-128, where a
+sequence here holds exactly n = 1-16 stream tokens in runs of 2-8, the last one cut short; no number
+here is theirs.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run

@@ -220,10 +220,12 @@ class LocalCount(Task):
     deep-spin/asentmax, scripts/generate_data.py, LocalCount): runs of r copies of a symbol, r
     uniform in 2..`max_reps`, consecutive runs of different symbols, and a label at every token. The
     task's length n is the number of stream tokens; the last run may be cut short. Their data use 16
-    symbols, runs of up to 48 and 64-128 tokens in training; here the defaults are 16 symbols and
-    runs of up to 8 (a few runs at the training lengths of 16). Every symbol is scored, in decoders
-    and encoders alike (the labels are not next tokens: a labelling task like `offset`, and a causal
-    model can solve it since a label depends on the tokens up to its own).
+    symbols, runs of up to 48 and whole runs, length // 25 of them at nominal training lengths
+    64-128 (README and scripts/generate_data.py), so 2-5 runs and about 50-125 tokens; here the
+    defaults are 16 symbols and runs of up to 8 (a few runs at the training lengths of 16). Every
+    symbol is scored, in decoders and encoders alike (the labels are not next tokens: a labelling
+    task like `offset`, and a causal model can solve it since a label depends on the tokens up to
+    its own).
 
     `bos_eos` (default True): the stream stands between a start and an end token, neither scored, as
     in the paper's input pattern `{bos_token} {text} {eos_token}` with target `{no_loss} {text}
