@@ -40,16 +40,17 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the eight rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+measured on the nine rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
 encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence), about
-90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533) and 41
-(local_count) on 2 workers, part of the time beside other sweeps, so about 18 hours for the 13 rows
-at their mean; the arithmetic rows will cost more (below). The sweep's own estimate (sweeps/cost.py)
-is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of
-a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps half that when runs stop at fit as
-the main job's do (100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE,
-ComRoPE). Run it by shards over several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the
-estimate prints at least 0.55 h on one H200, from the rates measured there).
+90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533), 41 (local_count)
+and about 180 (selective_copy, 3n + 1 tokens with its noise and answer) on 2 workers, part of the
+time beside other sweeps, so about 20 hours for the 13 rows at their mean; the arithmetic rows will
+cost more (below). The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps
+(728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main
+job's step reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900 steps),
+and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several
+sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one
+H200, from the rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -57,12 +58,12 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 8 of the 13 rows so far (672 of 1,092 runs, 622 fit), on the 2-core CPU machine. Their
+Result: 9 of the 13 rows so far (756 of 1,092 runs, 693 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
 `pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy sort
-flip_flop local_count --out DIR` on a copy of them). A score is the exact match at k x with unfit
-seeds as 0.
+flip_flop local_count selective_copy --out DIR` on a copy of them). A score is an exact match (at
+2x, 4x or 8x the training length) with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -166,6 +167,24 @@ scripts/generate_data.py, LocalCount): 16 symbols as here, but runs of 2-48 and 
 runs (the nominal length // 25, 25 being the mean run) at nominal training lengths 64-128, where a
 sequence here holds exactly n = 1-16 stream tokens in runs of 2-8, the last one cut short; no number
 here is theirs.
+
+Selective copy (84 runs, 71 fit: NoPE, normalized integer and temperature fit no seed, integer 1 of
+3, HoPE and ASEntmax 2 of 3; n symbols scattered among n noise tokens, SEP, the n symbols, Gu and
+Dao 2023's task in the form of the CoPE paper; 2026-12-05/06, 12 runs at commit 7cde07f, 57 at
+e435065 and 15 resumed from e435065's checkpoints at 0933ab5, whose package code differs only in
+docstrings and local_count's markers; about 3 h on 2 workers over three sessions, 8x being 385
+tokens; fit at steps 1,100-2,000). In distribution the fitted encodings score .95-.98, the unfit
+ones .91-.92. At 2x NAPE .69, Kerple .66, ALiBi .52, FIRE .49, ASEntmax .28, the forgetting gate
+.26, DAPE .22, PaTH .13, CoPE .02, T5 .01, every other encoding 0; at 4x NAPE .08 and no other above
+.02; at 8x none above 0. Token accuracy at 8x NAPE .87, Kerple .71, ALiBi .57, forgetting .54, FIRE
+.49, Transformer-XL .28, CoPE .25, PaTH .20, RoPE and every rotary variant .07. The CoPE paper's
+protocol differs (Golovneva et al. 2024, arXiv 2405.18719; its splits are named in
+tasks.SelectiveCopy): it trains on 128 symbols among 128 noise tokens and tests the same 128 symbols
+among 64 (dense) or 256 (sparse) noise tokens, so its out-of-distribution axis is the density at a
+fixed count, where here the count grows from 1-16 to 128 at the training density (noise_percent
+100). Its claim, that CoPE solves the task where token positions fail, is about that axis; here CoPE
+fits in distribution as 21 other encodings do and scores .02 at 2x. Gu and Dao's original (Mamba)
+hides 16 symbols in 4,096 tokens. No number here is theirs.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
