@@ -10,8 +10,10 @@ Tasks (tasks/contextual.py), decoder form, exact match over the scored tokens:
 - flip_flop: Liu et al. (2023, arXiv 2306.00946) FFL(0.8), n instructions w/r/i each followed
   by a bit; the bits after reads (the last written bit) are scored.
 - selective_copy: n symbols scattered among n noise tokens, answered by the symbols in order.
-- counting: how many of n symbols equal the query symbol named first, in 3 decimal digits (our
-  convention; see tasks.Counting).
+- counting: how many of n symbols equal the query symbol named first, in 3 decimal digits. Not
+  the paper's counting, a program trace of `v = 0 ;`, `pass;` and `v ++;` statements answered by
+  a variable's value (facebookresearch/RAM, projects/cope; tasks.Counting names the
+  differences), so the counting rows below are about our task only.
 Encodings CoPE, RoPE, NoPE and ALiBi, 3 seeds each, trained until fit (exact match >= 0.95 at
 the training length).
 

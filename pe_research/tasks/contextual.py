@@ -159,12 +159,20 @@ class Counting(PromptAnswer):
     """Counting: `q x_1 .. x_n SEP d_1 .. d_D`, the number of x_i equal to the query symbol q,
     written in D = `count_digits` decimal digits, most significant first, zero padded.
 
-    Golovneva et al. (2024, arXiv 2405.18719, CoPE) show counting as a task where positions must
-    count chosen tokens rather than all of them. This is our convention for it (their exact data
-    format is not reproduced): the model must count the occurrences of the symbol named first,
-    anywhere among n uniform symbols. The task's length n is the number of symbols after q;
-    counts reach n, so n <= 10^D - 1 or the run is refused. Only the D digits are scored.
-    Vocabulary: the alphabet, PAD, SEP, BLANK, then the digits 0-9.
+    The model must count the occurrences of the symbol named first, anywhere among n uniform
+    symbols. The task's length n is the number of symbols after q; counts reach n, so
+    n <= 10^D - 1 or the run is refused. Only the D digits are scored. Vocabulary: the alphabet,
+    PAD, SEP, BLANK, then the digits 0-9.
+
+    This is not the counting task of Golovneva et al. (2024, arXiv 2405.18719, CoPE), though it
+    asks the same of positions: count chosen tokens, not all of them. Theirs
+    (facebookresearch/RAM, projects/cope/scripts/count_data_gen.py and run.sh) is a program
+    trace: 3 to 512 statements drawn with weights 1 : 50 : 7 from `v = 0 ;`, `pass;` and `v ++;`
+    over the first k letters as variables (k = 3 or 5 in run.sh), then `print v`, answered by
+    v's value (at most 10) as one token; 10,000 training samples, a 4-layer model of width 256
+    trained for 100 epochs. Here the query names a symbol, every occurrence counts, the count is
+    written in digits and can reach n, and the lengths are whatever a run trains and evaluates
+    on. No number from one applies to the other.
     """
 
     name = "counting"
