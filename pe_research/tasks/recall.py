@@ -39,11 +39,11 @@ class MQAR(Task):
     simplifies for length generalization: there keys and values come from the two halves of the
     vocabulary (8,192 tokens in the configs of their Figure 2,
     zoology/experiments/paper_configs/arxiv24_based_figure2/configs.py) and the values of a
-    sequence are distinct (here 16 values, repeats allowed, no SEP); a sequence has a fixed
-    length (training 4-64 pairs in 64-256 tokens, tests up to 256 pairs in 1,024), and after the
-    pairs every key is queried once at a gap drawn from a power law (power_a 0.01) among random
-    filler tokens, its value never shown after it. Here the queries follow one another, so the
-    task's length n sets both the pairs and the sequence.
+    sequence are distinct (here values come from the 16 symbols and may repeat), with no SEP; a
+    sequence has a fixed length (training 4-64 pairs in 64-256 tokens, tests up to 256 pairs in
+    1,024), and after the pairs every key is queried once at a gap drawn from a power law
+    (power_a 0.01) among random filler tokens, its value never shown after it. Here the queries
+    follow one another, so the task's length n sets both the pairs and the sequence.
     """
 
     name = "mqar"
