@@ -171,14 +171,14 @@ here is theirs.
 Selective copy (84 runs, 71 fit: NoPE, normalized integer and temperature fit no seed, integer 1 of
 3, HoPE and ASEntmax 2 of 3; n symbols scattered among n noise tokens, SEP, the n symbols, Gu and
 Dao 2023's task in the form of the CoPE paper; 2026-12-05/06, 12 runs at commit 7cde07f, 57 at
-e435065 and 15 resumed from e435065's checkpoints at 0933ab5, whose package code differs only in
-docstrings and local_count's markers; about 3 h on 2 workers over three sessions, 8x being 385
-tokens; fit at steps 1,100-2,000). In distribution the fitted encodings score .95-.98, the unfit
-ones .91-.92. At 2x NAPE .69, Kerple .66, ALiBi .52, FIRE .49, ASEntmax .28, the forgetting gate
-.26, DAPE .22, PaTH .13, CoPE .02, T5 .01, every other encoding 0; at 4x NAPE .08 and no other above
-.02; at 8x none above 0. Token accuracy at 8x NAPE .87, Kerple .71, ALiBi .57, forgetting .54, FIRE
-.49, Transformer-XL .28, CoPE .25, PaTH .20, RoPE and every rotary variant .07. The CoPE paper's
-protocol differs (Golovneva et al. 2024, arXiv 2405.18719; its splits are named in
+e435065 and 15 at 0933ab5 (DAPE's and PaTH's resumed from checkpoints of e435065), whose package
+code differs only in docstrings and local_count's markers; about 3 h on 2 workers over three
+sessions, 8x being 385 tokens; fit at steps 1,100-2,000). In distribution the fitted encodings score
+.95-.98, the unfit ones .91-.92. At 2x NAPE .69, Kerple .66, ALiBi .52, FIRE .49, ASEntmax .28, the
+forgetting gate .26, DAPE .22, PaTH .13, CoPE .02, T5 .01, every other encoding 0; at 4x NAPE .08
+and no other above .02; at 8x none above 0. Token accuracy at 8x NAPE .87, Kerple .71, ALiBi .57,
+forgetting .54, FIRE .49, Transformer-XL .28, CoPE .25, PaTH .20, RoPE and every rotary variant .07.
+The CoPE paper's protocol differs (Golovneva et al. 2024, arXiv 2405.18719; its splits are named in
 tasks.SelectiveCopy): it trains on 128 symbols among 128 noise tokens and tests the same 128 symbols
 among 64 (dense) or 256 (sparse) noise tokens, so its out-of-distribution axis is the density at a
 fixed count, where here the count grows from 1-16 to 128 at the training density (noise_percent
