@@ -204,8 +204,8 @@ MQAR (18 of 84 runs so far: NoPE, integer, normalized integer, binary, sin/cos a
 token accuracy .31-.40. The recipe learns the recall later: RoPE alone (seed 0, the same recipe with
 a longer cosine) ends a 6,000-step run at exact match .44 at 16 (training token accuracy .37 at step
 2,000, .76 at 3,500) and a 12,000-step run at .90 (.92 at best), still short of fit; NoPE ends the
-12,000 steps at 0 (token accuracy .73). So at the table's cap this row measures that no encoding
-learns MQAR in 2,000 steps, not which one extrapolates it.
+12,000 steps at 0 (token accuracy .73). So at the table's cap this row is likely to measure which
+encodings learn MQAR in 2,000 steps (none so far), not which extrapolate it.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
