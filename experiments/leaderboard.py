@@ -198,14 +198,14 @@ program trace of `v = 0 ;`, `pass;` and `v ++;` statements answered by a variabl
 facebookresearch/RAM, projects/cope; tasks.Counting names the differences), so its claim that CoPE
 counts where token positions fail is not tested here; no number here is theirs.
 
-MQAR (18 of 84 runs so far: NoPE, integer, normalized integer, binary, sin/cos and learned;
-2026-12-05/06, 6 at commit 7cde07f and 12 at 7d449d9, whose package code differs only in docstrings;
-13 min per pack of 3 seeds run to the cap). No seed fits by the 2,000-step cap: exact match 0 at 16,
-token accuracy .31-.40. The recipe learns the recall later: RoPE alone (seed 0, the same recipe with
-a longer cosine) ends a 6,000-step run at exact match .44 at 16 (training token accuracy .37 at step
-2,000, .76 at 3,500) and a 12,000-step run at .90 (.92 at best), still short of fit; NoPE ends the
-12,000 steps at 0 (token accuracy .73). So at the table's cap this row is likely to measure which
-encodings learn MQAR in 2,000 steps (none so far), not which extrapolate it.
+MQAR (24 of 84 runs so far: NoPE, integer, normalized integer, binary, sin/cos, learned, RoPE and
+xPos; 2026-12-05/06, 6 at commit 7cde07f and 18 at 7d449d9, whose package code differs only in
+docstrings; 13 min per pack of 3 seeds run to the cap). No seed fits by the 2,000-step cap: exact
+match 0 at 16, token accuracy .31-.40. The recipe learns the recall later: RoPE alone (seed 0, the
+same recipe with a longer cosine) ends a 6,000-step run at exact match .44 at 16 (training token
+accuracy .37 at step 2,000, .76 at 3,500) and a 12,000-step run at .90 (.92 at best), still short of
+fit; NoPE ends the 12,000 steps at 0 (token accuracy .73). So at the table's cap this row is likely
+to measure which encodings learn MQAR in 2,000 steps (none so far), not which extrapolate it.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
