@@ -202,10 +202,15 @@ MQAR (24 of 84 runs so far: NoPE, integer, normalized integer, binary, sin/cos, 
 xPos; 2026-12-05/06, 6 at commit 7cde07f and 18 at 7d449d9, whose package code differs only in
 docstrings; 13 min per pack of 3 seeds run to the cap). No seed fits by the 2,000-step cap: exact
 match 0 at 16, token accuracy .31-.40. The recipe learns the recall later: RoPE alone (seed 0, the
-same recipe with a longer cosine) ends a 6,000-step run at exact match .44 at 16 (training token
-accuracy .37 at step 2,000, .76 at 3,500) and a 12,000-step run at .90 (.92 at best), still short of
-fit; NoPE ends the 12,000 steps at 0 (token accuracy .73). So at the table's cap this row is likely
-to measure which encodings learn MQAR in 2,000 steps (none so far), not which extrapolate it.
+same recipe with a longer cosine: `pe-research train mqar rope --model.num-layers 4
+--train.train-length 16 --train.learning-rate 3e-3 --train.warmup-steps 200 --train.length-buckets 4
+--train.stop-when-fit --train.steps 12000`; those runs are not kept) ends a 6,000-step run at exact
+match .44 at 16 (training token accuracy .37 at step 2,000, .76 at 3,500) and a 12,000-step run at
+.90 (.92 at best), still short of fit; NoPE ends the 12,000 steps at 0 (token accuracy .73). So at
+the table's cap this row is likely to measure which encodings learn MQAR in 2,000 steps (none so
+far), not which extrapolate it. The task is not Zoology's MQAR (Arora et al. 2023): tasks.MQAR names
+the differences (keys and values from the two halves of a vocabulary of 8,192, distinct values,
+fixed sequence lengths, queries at power-law gaps among filler there), so no number here is theirs.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
