@@ -198,17 +198,17 @@ program trace of `v = 0 ;`, `pass;` and `v ++;` statements answered by a variabl
 facebookresearch/RAM, projects/cope; tasks.Counting names the differences), so its claim that CoPE
 counts where token positions fail is not tested here; no number here is theirs.
 
-MQAR (72 of 84 runs so far, 7 fit; PaTH, NAPE, ASEntmax and temperature to come; 2026-12-05/06, 6
-runs (NoPE, integer) at commit 7cde07f and 66 at 7d449d9, whose package code differs only in
-docstrings; 10-33 min per pack of 3 seeds on 2 workers). Fit is a seed lottery at the 2,000-step
-cap: a seed that learns the recall does so early (steps 400-1,400) and the others end with exact
-match 0 to .5 at 16. Fit: DAPE and Kerple 2 of 3, Transformer-XL, T5 and mixture(RoPE, NoPE) 1 of 3,
-the other 19 encodings none (RoPE and its rotary variants, NoPE, the absolute encodings, FIRE,
-ALiBi, CoPE among them; two of ALiBi's seeds end at token accuracy .99 at 16 but exact match .84 and
+MQAR (75 of 84 runs so far, 7 fit; PaTH, NAPE and ASEntmax to come; 2026-12-05/06, 6 runs (NoPE,
+integer) at commit 7cde07f and 69 at 7d449d9, whose package code differs only in docstrings; 10-33
+min per pack of 3 seeds on 2 workers). Fit is a seed lottery at the 2,000-step cap: a seed that
+learns the recall does so early (steps 400-1,400) and the others end below the .95 threshold at 16,
+most at 0. Fit: DAPE and Kerple 2 of 3, Transformer-XL, T5 and mixture(RoPE, NoPE) 1 of 3, the other
+20 encodings none (RoPE and its rotary variants, NoPE, the absolute encodings, FIRE, ALiBi, CoPE and
+temperature among them; two of ALiBi's seeds end at token accuracy .99 at 16 but exact match .84 and
 .91). Exact match at 2x (an unfit seed counts 0): DAPE .59, Kerple .54, Transformer-XL .22, mixture
 .03, T5 .01, every other 0; at 8x Kerple .02, every other 0. The fitted seeds' token accuracy at 8x:
-Kerple .97, DAPE .93, Transformer-XL .76, T5 .32, mixture .28: the additive biases that decay with
-distance keep recalling past the training length, each miss costing the sequence's exact match. The
+Kerple .97, DAPE .93, Transformer-XL .76, T5 .32, mixture .28: Kerple's and DAPE's fitted seeds keep
+recalling at 128 pairs, where one miss among 128 recalls costs the sequence's exact match. The
 recipe learns the recall later where it fails at the cap: RoPE alone (seed 0, the same recipe with a
 longer cosine: `pe-research train mqar rope --model.num-layers 4 --train.train-length 16
 --train.learning-rate 3e-3 --train.warmup-steps 200 --train.length-buckets 4 --train.stop-when-fit
