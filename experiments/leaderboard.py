@@ -199,26 +199,27 @@ facebookresearch/RAM, projects/cope; tasks.Counting names the differences), so i
 counts where token positions fail is not tested here; no number here is theirs.
 
 MQAR (78 of 84 runs so far, 9 fit; NAPE and ASEntmax to come; 2026-12-05/06, 6 runs (NoPE, integer)
-at commit 7cde07f and 72 at 7d449d9, whose package code differs only in docstrings; 10-33 min per
-pack of 3 seeds on 2 workers). Fit is a seed lottery at the 2,000-step cap: a seed that learns the
-recall does so early (steps 400-1,400) and the others end below the .95 threshold at 16, most at 0.
-Fit: DAPE, Kerple and PaTH 2 of 3, Transformer-XL, T5 and mixture(RoPE, NoPE) 1 of 3, the other 20
-encodings none (RoPE and its rotary variants, NoPE, the absolute encodings, FIRE, ALiBi, CoPE and
-temperature among them; two of ALiBi's seeds end at token accuracy .99 at 16 but exact match .84 and
-.91). Exact match at 2x (an unfit seed counts 0): DAPE .59, Kerple .54, PaTH .44, Transformer-XL
-.22, mixture .03, T5 .01, every other 0; at 8x Kerple .02, every other 0. The fitted seeds' token
-accuracy at 8x: Kerple .97, DAPE .93, Transformer-XL .76, PaTH .39, T5 .32, mixture .28: Kerple's
-and DAPE's fitted seeds keep recalling at 128 pairs, where one miss among 128 recalls costs the
-sequence's exact match. The recipe learns the recall later where it fails at the cap: RoPE alone
-(seed 0, the same recipe with a longer cosine: `pe-research train mqar rope --model.num-layers 4
---train.train-length 16 --train.learning-rate 3e-3 --train.warmup-steps 200 --train.length-buckets 4
---train.stop-when-fit --train.steps 12000`; those runs are not kept) ends a 6,000-step run at exact
-match .44 at 16 (training token accuracy .37 at step 2,000, .76 at 3,500) and a 12,000-step run at
-.90 (.92 at best), still short of fit; NoPE ends the 12,000 steps at 0 (token accuracy .73). So this
-row measures which encodings learn MQAR within 2,000 steps at this scale as much as which
-extrapolate it. The task is not Zoology's MQAR (Arora et al. 2023): tasks.MQAR names the differences
-(keys and values from the two halves of a vocabulary of 8,192, distinct values, fixed sequence
-lengths, queries at power-law gaps among filler there), so no number here is theirs.
+at commit 7cde07f and 72 at 7d449d9, whose package code differs only in docstrings; 9-33 min per
+pack of 3 seeds on 2 workers). Fit is a seed lottery at the 2,000-step cap: every seed that fits
+does so by step 1,400 (steps 400-1,400), and the others end below the .95 threshold at 16, most at
+0. Fit: DAPE, Kerple and PaTH 2 of 3, Transformer-XL, T5 and mixture(RoPE, NoPE) 1 of 3, the other
+20 encodings none (NoPE, integer, normalized integer, binary, sin/cos, learned, RoPE, xPos, M-RoPE,
+HoPE, RNoPE, FoPE, LieRE, ComRoPE, PoPE, ALiBi, FIRE, CoPE, the forgetting gate and temperature; two
+of ALiBi's seeds end at token accuracy .99 at 16 but exact match .84 and .91). Exact match at 2x (an
+unfit seed counts 0): DAPE .59, Kerple .54, PaTH .44, Transformer-XL .22, mixture .03, T5 .01, every
+other 0; at 8x Kerple .02, every other 0. The fitted seeds' token accuracy at 8x: Kerple .97, DAPE
+.93, Transformer-XL .76, PaTH .39, T5 .32, mixture .28: Kerple's and DAPE's fitted seeds keep
+recalling at 128 pairs, where one miss among 128 recalls costs the sequence's exact match. The
+recipe learns the recall later where it fails at the cap: RoPE alone (seed 0, the same recipe with a
+longer cosine: `pe-research train mqar rope --model.num-layers 4 --train.train-length 16
+--train.learning-rate 3e-3 --train.warmup-steps 200 --train.length-buckets 4 --train.stop-when-fit
+--train.steps 12000`; those runs are not kept) ends a 6,000-step run at exact match .44 at 16
+(training token accuracy .37 at step 2,000, .76 at 3,500) and a 12,000-step run at .90 (.92 at
+best), still short of fit; NoPE ends the 12,000 steps at 0 (token accuracy .73). So this row
+measures which encodings learn MQAR within 2,000 steps at this scale as much as which extrapolate
+it. The task is not Zoology's MQAR (Arora et al. 2023): tasks.MQAR names the differences (keys and
+values from the two halves of a vocabulary of 8,192, distinct values, fixed sequence lengths,
+queries at power-law gaps among filler there), so no number here is theirs.
 
 Addition (9 of 84 runs so far: NoPE, integer and normalized integer; the task's defaults, operands
 of 1-16 digits least significant first; 2026-12-05, code of 03242b3, 10 min per pack of 3 seeds run
