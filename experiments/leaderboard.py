@@ -40,17 +40,18 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the ten rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+measured on the eleven rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
 encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence), about
 90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533), 41 (local_count),
-about 180 (selective_copy, 3n + 1 tokens with its noise and answer) and about 60 (counting) on 2
-workers, part of the time beside other sweeps, so about 20 hours for the 13 rows at their mean; the
-arithmetic rows will cost more (below). The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul
-FLOPs to the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s
-fp32 peak that the main job's step reaches, perhaps half that when runs stop at fit as the main
-job's do (100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it
-by shards over several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at
-least 0.55 h on one H200, from the rates measured there).
+about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (counting) and about
+190 (mqar, where most packs ran to the step cap) on 2 workers, part of the time beside other sweeps,
+so about 24 hours for the 13 rows with the arithmetic rows at about 2.5 h each (below). The sweep's
+own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40
+hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps
+half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the costlier
+encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines; `--scale
+gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates measured
+there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -58,12 +59,12 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 10 of the 13 rows so far (840 of 1,092 runs, 776 fit), on the 2-core CPU machine. Their
+Result: 11 of the 13 rows so far (924 of 1,092 runs, 787 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
 `pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy sort
-flip_flop local_count selective_copy counting --out DIR` on a copy of them). A score is an exact
-match (at 2x, 4x or 8x the training length) with unfit seeds as 0.
+flip_flop local_count selective_copy counting mqar --out DIR` on a copy of them). A score is an
+exact match (at 2x, 4x or 8x the training length) with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -198,17 +199,19 @@ program trace of `v = 0 ;`, `pass;` and `v ++;` statements answered by a variabl
 facebookresearch/RAM, projects/cope; tasks.Counting names the differences), so its claim that CoPE
 counts where token positions fail is not tested here; no number here is theirs.
 
-MQAR (78 of 84 runs so far, 9 fit; NAPE and ASEntmax to come; 2026-12-05/06, 6 runs (NoPE, integer)
-at commit 7cde07f and 72 at 7d449d9, whose package code differs only in docstrings; 9-33 min per
-pack of 3 seeds on 2 workers). Fit is a seed lottery at the 2,000-step cap: every seed that fits
-does so by step 1,400 (steps 400-1,400), and the others end below the .95 threshold at 16, most at
-0. Fit: DAPE, Kerple and PaTH 2 of 3, Transformer-XL, T5 and mixture(RoPE, NoPE) 1 of 3, the other
-20 encodings none (NoPE, integer, normalized integer, binary, sin/cos, learned, RoPE, xPos, M-RoPE,
-HoPE, RNoPE, FoPE, LieRE, ComRoPE, PoPE, ALiBi, FIRE, CoPE, the forgetting gate and temperature; two
-of ALiBi's seeds end at token accuracy .99 at 16 but exact match .84 and .91). Exact match at 2x (an
-unfit seed counts 0): DAPE .59, Kerple .54, PaTH .44, Transformer-XL .22, mixture .03, T5 .01, every
-other 0; at 8x Kerple .02, every other 0. The fitted seeds' token accuracy at 8x: Kerple .97, DAPE
-.93, Transformer-XL .76, PaTH .39, T5 .32, mixture .28: Kerple's and DAPE's fitted seeds keep
+MQAR (84 runs, 11 fit; 2026-12-05/06, 6 runs (NoPE, integer) at commit 7cde07f and 78 at 7d449d9,
+whose package code differs only in docstrings; 9-33 min per pack of 3 seeds on 2 workers, about 3 h
+for the row over three sessions). Fit is a seed lottery at the 2,000-step cap: the seeds that fit do
+so at steps 400-1,700, and the others end below the .95 threshold at 16, most at 0. Fit: DAPE,
+Kerple, NAPE and PaTH 2 of 3, Transformer-XL, T5 and mixture(RoPE, NoPE) 1 of 3, the other 21
+encodings none (NoPE, integer, normalized integer, binary, sin/cos, learned, RoPE, xPos, M-RoPE,
+HoPE, RNoPE, FoPE, LieRE, ComRoPE, PoPE, ALiBi, FIRE, CoPE, the forgetting gate, temperature and
+ASEntmax; two of ALiBi's seeds end at token accuracy .99 at 16 but exact match .84 and .91, and
+ASEntmax's three seeds end at exact match .49, 0 and 0 at 16, where NAPE under softmax fits 2 of 3).
+Exact match at 2x (an unfit seed counts 0): DAPE .59, Kerple .54, NAPE .51, PaTH .44, Transformer-XL
+.22, mixture .03, T5 .01, every other 0; at 4x NAPE .29, DAPE and Kerple .27; at 8x NAPE .07, Kerple
+.02, every other 0. The fitted seeds' token accuracy at 8x: NAPE and Kerple .97, DAPE .93,
+Transformer-XL .76, PaTH .39, T5 .32, mixture .28: the distance-decaying biases' fitted seeds keep
 recalling at 128 pairs, where one miss among 128 recalls costs the sequence's exact match. The
 recipe learns the recall later where it fails at the cap: RoPE alone (seed 0, the same recipe with a
 longer cosine: `pe-research train mqar rope --model.num-layers 4 --train.train-length 16
