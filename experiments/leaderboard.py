@@ -224,12 +224,12 @@ it. The task is not Zoology's MQAR (Arora et al. 2023): tasks.MQAR names the dif
 values from the two halves of a vocabulary of 8,192, distinct values, fixed sequence lengths,
 queries at power-law gaps among filler there), so no number here is theirs.
 
-Addition (66 of 84 runs so far: every encoding but PoPE, DAPE, PaTH, temperature, NAPE and ASEntmax;
-the task's defaults, operands of 1-16 digits least significant first; 2026-12-05/06, 9 runs at
-commit 03242b3 and 57 at 7d449d9, whose code differs only in plotting and other tasks' files; 9-20
-min per pack of 3 seeds run to the 2,000-step cap on 2 workers, about 2 h for the 57). No seed fits,
-and none learns the sum even at the training length: training loss 1.61-2.08 over the answer digits
-at the cap (ln 10 = 2.30 for a uniform digit), training token accuracy .17-.36 (RoPE and sin/cos
+Addition (69 of 84 runs so far: every encoding but DAPE, PaTH, temperature, NAPE and ASEntmax; the
+task's defaults, operands of 1-16 digits least significant first; 2026-12-05/06, 9 runs at commit
+03242b3 and 60 at 7d449d9, whose code differs only in plotting and other tasks' files; 9-20 min per
+pack of 3 seeds run to the 2,000-step cap on 2 workers, about 2 h for the 60). No seed fits, and
+none learns the sum even at the training length: training loss 1.61-2.08 over the answer digits at
+the cap (ln 10 = 2.30 for a uniform digit), training token accuracy .17-.36 (RoPE and sin/cos
 highest, .27-.36), token accuracy at 16 digits .14-.23 and about .10 (chance) from 4x on.
 experiments/addition.py, in Cho et al.'s format (operands most significant digit first, the sum
 reversed, then END), with a wider 1-layer model, longer training and 1-8 digits, fits no seed with
