@@ -216,27 +216,30 @@ recalling at 128 pairs, where one miss among 128 recalls costs the sequence's ex
 recipe learns the recall later where it fails at the cap: RoPE alone (seed 0, the same recipe with a
 longer cosine: `pe-research train mqar rope --model.num-layers 4 --train.train-length 16
 --train.learning-rate 3e-3 --train.warmup-steps 200 --train.length-buckets 4 --train.stop-when-fit
---train.steps 12000`; those runs are not kept) ends a 6,000-step run at exact match .44 at 16
-(training token accuracy .37 at step 2,000, .76 at 3,500) and a 12,000-step run at .90 (.92 at
-best), still short of fit; NoPE ends the 12,000 steps at 0 (token accuracy .73). So this row
-measures which encodings learn MQAR within 2,000 steps at this scale as much as which extrapolate
-it. The task is not Zoology's MQAR (Arora et al. 2023): tasks.MQAR names the differences (keys and
-values from the two halves of a vocabulary of 8,192, distinct values, fixed sequence lengths,
-queries at power-law gaps among filler there), so no number here is theirs.
+--train.steps 12000`; run on 2026-12-06 at 7d449d9, the row's code; those runs are not kept) ends a
+6,000-step run at exact match .44 at 16 (training token accuracy .37 at step 2,000, .76 at 3,500)
+and a 12,000-step run at .90 (.92 at best), still short of fit; NoPE ends the 12,000 steps at 0
+(token accuracy .73). So this row measures which encodings learn MQAR within 2,000 steps at this
+scale as much as which extrapolate it. The task is not Zoology's MQAR (Arora et al. 2023):
+tasks.MQAR names the differences (keys and values from the two halves of a vocabulary of 8,192,
+distinct values, fixed sequence lengths, queries at power-law gaps among filler there), so no number
+here is theirs.
 
 Addition (69 of 84 runs so far: every encoding but DAPE, PaTH, temperature, NAPE and ASEntmax; the
 task's defaults, operands of 1-16 digits least significant first; 2026-12-05/06, 9 runs at commit
 03242b3 and 60 at 7d449d9, whose code differs only in plotting and other tasks' files; 9-20 min per
 pack of 3 seeds run to the 2,000-step cap on 2 workers, about 2 h for the 60). No seed fits, and
 none learns the sum even at the training length: training loss 1.61-2.08 over the answer digits at
-the cap (ln 10 = 2.30 for a uniform digit), training token accuracy .17-.36 (RoPE and sin/cos
-highest, .27-.36), token accuracy at 16 digits .14-.23 and about .10 (chance) from 4x on.
-experiments/addition.py, in Cho et al.'s format (operands most significant digit first, the sum
-reversed, then END), with a wider 1-layer model, longer training and 1-8 digits, fits no seed with
-token positions either (RoPE, FIRE, ALiBi, NoPE) and only with Cho et al.'s coupled positions
-(learned and RoPE, 2 of 3 each). The table keeps token positions and the fit recipe on every task,
-so its arithmetic rows measure whether an encoding learns 16-digit addition and multiplication at
-this scale at all; run to the cap, each costs about 2.5 h on 2 workers, so they come last.
+the cap (ln 10 = 2.30 for a uniform digit), token accuracy on the last training batch .17-.36 (NoPE,
+integer, normalized integer and binary .17-.20; the rotary family, Transformer-XL, the forgetting
+gate, T5 and Kerple .25-.36 on most seeds), token accuracy at 16 digits .14-.23 and about .10
+(chance) from 4x on. experiments/addition.py, in Cho et al.'s format (operands most significant
+digit first, the sum reversed, then END), with a wider 1-layer model, longer training and 1-8
+digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE) and only with Cho et
+al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token positions and the fit
+recipe on every task, so its arithmetic rows measure whether an encoding learns 16-digit addition
+and multiplication at this scale at all; run to the cap, each costs about 2.5 h on 2 workers, so
+they come last.
 """
 
 import dataclasses
