@@ -40,18 +40,19 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the eleven rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
+measured on the twelve rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
 encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence), about
 90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533), 41 (local_count),
-about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (counting) and about
-190 (mqar, where most packs ran to the step cap) on 2 workers, part of the time beside other sweeps,
-so about 24 hours for the 13 rows with the arithmetic rows at about 2.5 h each (below). The sweep's
-own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40
-hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps
-half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the costlier
-encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines; `--scale
-gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates measured
-there).
+about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (counting), about 190
+(mqar, where most packs ran to the step cap) and about 160 (addition, every pack to the cap) on 2
+workers, part of the time beside other sweeps, so about 25 hours for the 13 rows with
+multiplication, the longest, at about 3.5 h (addition's time scaled by the two rows' FLOP estimates,
+6.4e14 against 4.75e14; below). The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to
+the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak
+that the main job's step reaches, perhaps half that when runs stop at fit as the main job's do
+(100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by
+shards over several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at
+least 0.55 h on one H200, from the rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -59,12 +60,12 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 11 of the 13 rows so far (924 of 1,092 runs, 787 fit), on the 2-core CPU machine. Their
+Result: 12 of the 13 rows so far (1,008 of 1,092 runs, 787 fit), on the 2-core CPU machine. Their
 tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
 `pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy sort
-flip_flop local_count selective_copy counting mqar --out DIR` on a copy of them). A score is an
-exact match (at 2x, 4x or 8x the training length) with unfit seeds as 0.
+addition flip_flop local_count selective_copy counting mqar --out DIR` on a copy of them). A score
+is an exact match (at 2x, 4x or 8x the training length) with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -225,21 +226,20 @@ tasks.MQAR names the differences (keys and values from the two halves of a vocab
 distinct values, fixed sequence lengths, queries at power-law gaps among filler there), so no number
 here is theirs.
 
-Addition (69 of 84 runs so far: every encoding but DAPE, PaTH, temperature, NAPE and ASEntmax; the
-task's defaults, operands of 1-16 digits least significant first; 2026-12-05/06, 9 runs at commit
-03242b3 and 60 at 7d449d9, whose code differs only in plotting and other tasks' files; 9-20 min per
-pack of 3 seeds run to the 2,000-step cap on 2 workers, about 2 h for the 60). No seed fits, and
-none learns the sum even at the training length: training loss 1.61-2.08 over the answer digits at
-the cap (ln 10 = 2.30 for a uniform digit), token accuracy on the last training batch .17-.36 (NoPE,
-integer, normalized integer and binary .17-.20; the rotary family, Transformer-XL, the forgetting
-gate, T5 and Kerple .25-.36 on most seeds), token accuracy at 16 digits .14-.23 and about .10
+Addition (84 runs, none fit; the task's defaults, operands of 1-16 digits least significant first;
+2026-12-05/06, 9 runs at commit 03242b3 and 75 at 7d449d9, whose code differs only in plotting and
+other tasks' files; 9-27 min per pack of 3 seeds run to the 2,000-step cap, about 160 min on 2
+workers). No seed fits, and none learns the sum even at the training length: training loss 1.61-2.08
+over the answer digits at the cap (ln 10 = 2.30 for a uniform digit), token accuracy on the last
+training batch .17-.36 (NoPE, integer, normalized integer, binary and the Llama 4 temperature
+.17-.20; the rotary family, Transformer-XL, the forgetting gate, T5, Kerple, DAPE, PaTH, NAPE and
+ASEntmax .25-.36 on most seeds), token accuracy at 16 digits .14-.23 (mean of 3 seeds) and about .10
 (chance) from 4x on. experiments/addition.py, in Cho et al.'s format (operands most significant
 digit first, the sum reversed, then END), with a wider 1-layer model, longer training and 1-8
 digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE) and only with Cho et
 al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token positions and the fit
 recipe on every task, so its arithmetic rows measure whether an encoding learns 16-digit addition
-and multiplication at this scale at all; run to the cap, each costs about 2.5 h on 2 workers, so
-they come last.
+and multiplication at this scale at all; run to the cap, they cost the most, so they come last.
 """
 
 import dataclasses
