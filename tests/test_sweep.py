@@ -2,6 +2,7 @@
 
 import csv
 import errno
+import gc
 import json
 import os
 import shutil
@@ -461,6 +462,39 @@ def test_a_sigterm_to_the_sweep_stops_its_workers(experiment, tmp_path, monkeypa
     assert exit_info.value.code == 128 + signal.SIGTERM
     assert Worker.terminated
     assert signal.getsignal(signal.SIGTERM) == before  # restored for whoever called the sweep
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the lost raise
+def test_a_sigterm_that_lands_in_a_gc_callback_still_stops_the_sweep(
+    experiment, tmp_path, monkeypatch
+):
+    """Python ignores the SystemExit a handler raises inside a garbage-collection callback (JAX
+    runs one on every collection); the sweep must still stop, not train on (it did, once)."""
+
+    class Worker(_Worker):
+        def terminate(self):
+            pass
+
+    monkeypatch.setattr(sweep.subprocess, "Popen", Worker(None, dead_pid()))
+    wait = time.sleep
+
+    def killed(*args, **kwargs):
+        def callback(phase, info):
+            gc.callbacks.remove(callback)
+            os.kill(os.getpid(), signal.SIGTERM)  # its handler raises here, and the raise is lost
+
+        gc.callbacks.append(callback)
+        gc.collect()
+        for _ in range(100):  # 5 s: the signal comes again after 1
+            wait(0.05)
+        raise AssertionError("the SIGTERM was lost: the sweep trained on")
+
+    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    monkeypatch.setattr(train, "train_group", killed)
+    argv = ["sweep", str(experiment), "--out", str(tmp_path / "out"), "--no-progress"]
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*argv, "--workers", "2"])
+    assert exit_info.value.code == 128 + signal.SIGTERM
 
 
 @pytest.mark.parametrize("holder", ["dead-worker", "live-process"])

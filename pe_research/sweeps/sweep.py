@@ -23,6 +23,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 from collections.abc import Sequence
@@ -287,15 +288,30 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-def _exit_on_sigterm() -> object | None:
-    """Make SIGTERM raise SystemExit(143) in this (main) thread; returns the handler it
-    replaced, for the caller to restore. A no-op off the main thread (returns None)."""
+def _exit_on_sigterm() -> tuple[object, threading.Event] | None:
+    """Make SIGTERM raise SystemExit(143) in this (main) thread. Returns the handler it replaced,
+    for the caller to restore, and an event the caller sets once the exit reached it. A no-op off
+    the main thread (returns None).
+
+    Python ignores an exception raised inside a garbage-collection callback (it prints "Exception
+    ignored in: <function _xla_gc_callback ...>"), and JAX runs one on every collection, so a
+    signal that lands there would be lost and the sweep train on. Until the caller says the exit
+    arrived, the handler sends the signal again a second later."""
+    arrived = threading.Event()
+
+    def send_again(signum: int) -> None:
+        if not arrived.is_set():
+            os.kill(os.getpid(), signum)
 
     def handler(signum: int, frame: object) -> None:
+        if not arrived.is_set():
+            again = threading.Timer(1.0, send_again, (signum,))
+            again.daemon = True
+            again.start()
         raise SystemExit(128 + signum)
 
     try:
-        return signal.signal(signal.SIGTERM, handler)
+        return signal.signal(signal.SIGTERM, handler), arrived
     except ValueError:  # not the main thread: signals are the main thread's
         return None
 
@@ -394,6 +410,8 @@ def run_experiment(
     except (KeyboardInterrupt, SystemExit):
         # Stopped (Ctrl-C, SIGTERM) with runs unfinished: keep what did finish, which a session
         # that ends here would otherwise lose with its run folder.
+        if stop is not None:
+            stop[1].set()
         if keep_records is not None:
             finished = [d for c in configs if runs.is_finished(d := run_dir_for(out, c))]
             _keep_records(finished, out, keep_records, stopped=True)
@@ -404,7 +422,8 @@ def run_experiment(
                 proc.terminate()
             log.close()
         if stop is not None:
-            signal.signal(signal.SIGTERM, stop)
+            stop[1].set()
+            signal.signal(signal.SIGTERM, stop[0])
     if keep_records is not None:
         _keep_records(done.finished, out, keep_records)
     if not summarize:
