@@ -45,14 +45,14 @@ encodings fit at the first check), about 180 (duplicate, whose answer doubles th
 90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533), 41 (local_count),
 about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (counting), about 190
 (mqar, where most packs ran to the step cap) and about 160 (addition, every pack to the cap) on 2
-workers, part of the time beside other sweeps, so about 25 hours for the 13 rows with
-multiplication, the longest, at about 3.5 h (addition's time scaled by the two rows' FLOP estimates,
-6.4e14 against 4.75e14; below). The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to
-the step caps (728,000 steps): about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak
-that the main job's step reaches, perhaps half that when runs stop at fit as the main job's do
-(100-1,900 steps), and more for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by
-shards over several sessions or machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at
-least 0.55 h on one H200, from the rates measured there).
+workers, part of the time beside other sweeps, so about 24 hours for the 13 rows with multiplication
+at about 3 h (its first 13 packs, run to the cap, took 13-19 min each with two running; below). The
+sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about
+40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches,
+perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the
+costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines;
+`--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates
+measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -240,6 +240,12 @@ digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE) and o
 al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token positions and the fit
 recipe on every task, so its arithmetic rows measure whether an encoding learns 16-digit addition
 and multiplication at this scale at all; run to the cap, they cost the most, so they come last.
+Multiplication (39 of 84 runs so far, not yet in the tables: NoPE, integer, normalized integer,
+binary, learned, sin/cos, RoPE, xPos, ALiBi, Kerple, T5, Transformer-XL and FIRE; 2026-12-06, 36
+runs at 7d449d9 and FIRE's 3 resumed at 00d0548, whose training code is the same; records in
+docs/leaderboard/runs/multiplication): the same picture, no seed fits, training loss 1.98-2.14 at
+the cap, token accuracy on the last training batch .14-.24, at 16 digits .12-.17 and .10-.13 from 2x
+on, exact match 0 at every length.
 """
 
 import dataclasses
