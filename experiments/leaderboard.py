@@ -45,8 +45,9 @@ encodings fit at the first check), about 180 (duplicate, whose answer doubles th
 90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533), 41 (local_count),
 about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (counting), about 190
 (mqar, where most packs ran to the step cap) and about 160 (addition, every pack to the cap) on 2
-workers, part of the time beside other sweeps, so about 24 hours for the 13 rows with multiplication
-at about 3 h (its first 13 packs, run to the cap, took 13-19 min each with two running; below). The
+workers, part of the time beside other sweeps, so about 26 hours for the 13 rows with multiplication
+at about 5 h (every pack runs to the cap: 13-19 min each with two running for the first 13
+encodings, 16-26 for most of the 2024-25 ones, 38 for CoPE and about 45 for DAPE; below). The
 sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about
 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches,
 perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the
@@ -240,12 +241,13 @@ digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE) and o
 al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token positions and the fit
 recipe on every task, so its arithmetic rows measure whether an encoding learns 16-digit addition
 and multiplication at this scale at all; run to the cap, they cost the most, so they come last.
-Multiplication (39 of 84 runs so far, not yet in the tables: NoPE, integer, normalized integer,
-binary, learned, sin/cos, RoPE, xPos, ALiBi, Kerple, T5, Transformer-XL and FIRE; 2026-12-06, 36
-runs at 7d449d9 and FIRE's 3 resumed at 00d0548, whose training code is the same; records in
-docs/leaderboard/runs/multiplication): the same picture, no seed fits, training loss 1.98-2.14 at
-the cap, token accuracy on the last training batch .14-.24, at 16 digits .12-.17 and .10-.13 from 2x
-on, exact match 0 at every length.
+Multiplication (72 of 84 runs so far, not yet in the tables: every encoding but PaTH, the Llama 4
+temperature, NAPE and ASEntmax; 2026-12-06, 36 runs at 7d449d9 and 36 at 00d0548, whose training
+code is the same (it changed only the sweep's signal handling); records in
+docs/leaderboard/runs/multiplication): the same picture as addition, no seed fits and none learns
+the product even at the training length: training loss 1.98-2.14 over the product's digits at the
+cap, token accuracy on the last training batch .14-.24, at 16 digits .12-.17 (per seed) and .10-.13
+from 2x on, exact match 0 at every length.
 """
 
 import dataclasses
