@@ -48,12 +48,12 @@ about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (c
 workers, part of the time beside other sweeps, so about 26 hours for the 13 rows with multiplication
 at about 5 h (every pack runs to the cap: 13-19 min each with two running for the first 13
 encodings, 16-26 for most of the 2024-25 ones, 38 for CoPE and about 45 for PaTH and DAPE; below).
-The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about
-40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches,
-perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the
-costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines;
-`--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates
-measured there).
+The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps):
+about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step
+reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more
+for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or
+machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the
+rates measured there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
