@@ -47,13 +47,14 @@ about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (c
 (mqar, where most packs ran to the step cap) and about 160 (addition, every pack to the cap) on 2
 workers, part of the time beside other sweeps, so about 26 hours for the 13 rows with multiplication
 at about 5 h (every pack runs to the cap: 13-19 min each with two running for the first 13
-encodings, 16-26 for most of the 2024-25 ones, 38 for CoPE and about 45 for PaTH and DAPE; below).
-The sweep's own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps):
-about 40 hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step
-reaches, perhaps half that when runs stop at fit as the main job's do (100-1,900 steps), and more
-for the costlier encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or
-machines; `--scale gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the
-rates measured there).
+encodings, 16-26 for most of the 2024-25 ones, 38 for CoPE and about 45 for PaTH and DAPE, with
+NAPE's and ASEntmax's two packs, not yet run, taken at about 20 min; below). The sweep's own
+estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40 hours on
+the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps half
+that when runs stop at fit as the main job's do (100-1,900 steps), and more for the costlier
+encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines; `--scale
+gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates measured
+there).
 
 What the sweep writes besides the standard tables: summary.md ends with the leaderboard (an
 at-a-glance matrix, the best encoding per task at 2x and 8x beside ASEntmax's published claim,
@@ -241,12 +242,13 @@ digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE) and o
 al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token positions and the fit
 recipe on every task, so its arithmetic rows measure whether an encoding learns 16-digit addition
 and multiplication at this scale at all; run to the cap, they cost the most, so they come last.
-Multiplication (78 of 84 runs so far, not yet in the tables: every encoding but NAPE and ASEntmax;
-2026-12-06, 36 runs at 7d449d9 and 42 at 00d0548, whose training code is the same (it changed only
-the sweep's signal handling); records in docs/leaderboard/runs/multiplication): the same picture as
-addition, no seed fits and none learns the product even at the training length: training loss
-1.98-2.15 over the product's digits at the cap, token accuracy on the last training batch .14-.24,
-at 16 digits .12-.17 (per seed) and .10-.13 from 2x on, exact match 0 at every length.
+Multiplication (78 of 84 runs so far, every encoding's but NAPE's and ASEntmax's, not yet in the
+tables; 2026-12-06, 36 runs at 7d449d9 and 42 at 00d0548, whose training code is the same (it
+changed only the sweep's signal handling); records in docs/leaderboard/runs/multiplication): the
+same picture as addition, no seed fits and none learns the product even at the training length:
+training loss 1.98-2.15 over the product's digits at the cap, token accuracy on the last training
+batch .14-.24, at 16 digits .12-.17 (per seed) and .10-.13 from 2x on, exact match 0 at every
+length.
 """
 
 import dataclasses
