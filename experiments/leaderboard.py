@@ -40,18 +40,18 @@ model (4 layers, d_model 256, 8 heads, lr 5e-4, at most 5,000 steps, batch 128),
 same lengths.
 
 Size: 13 tasks x 28 encodings x 3 seeds = 1,092 runs in 364 trainings of 3 packed seeds. Cost,
-measured on the twelve rows run so far: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28
-encodings fit at the first check), about 180 (duplicate, whose answer doubles the sequence), about
-90 (count_copy), about 90 (sort), 25 (flip_flop, every encoding fit by step 533), 41 (local_count),
-about 180 (selective_copy, 3n + 1 tokens with its noise and answer), about 60 (counting), about 190
-(mqar, where most packs ran to the step cap) and about 160 (addition, every pack to the cap) on 2
-workers, part of the time beside other sweeps, so about 26 hours for the 13 rows with multiplication
-at about 5 h (every pack runs to the cap: 13-19 min each with two running for the first 13
-encodings, 16-26 for most of the 2024-25 ones, 38 for CoPE and about 45 for PaTH and DAPE, with
-NAPE's and ASEntmax's two packs, not yet run, taken at about 20 min; below). The sweep's own
-estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40 hours on
-the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps half
-that when runs stop at fit as the main job's do (100-1,900 steps), and more for the costlier
+measured row by row: 105 min (copy), 100 (reverse), 35 (offset, where 10 of 28 encodings fit at the
+first check), about 180 (duplicate, whose answer doubles the sequence), about 90 (count_copy), about
+90 (sort), 25 (flip_flop, every encoding fit by step 533), 41 (local_count), about 180
+(selective_copy, 3n + 1 tokens with its noise and answer), about 60 (counting), about 190 (mqar,
+where most packs ran to the step cap) and about 160 (addition, every pack to the cap) on 2 workers,
+part of the time beside other sweeps, and about 5 h for multiplication (every pack runs to the cap:
+13-19 min each with two running for the first 13 encodings, 16-26 for most of the 2024-25 ones, 38
+for CoPE, about 45 for PaTH and DAPE, 15 for NAPE (from a step-200 checkpoint) and 50 for ASEntmax
+(32 training, 18 evaluating under entmax15); below), so about 26 hours for the 13 rows. The sweep's
+own estimate (sweeps/cost.py) is 4.6e15 matmul FLOPs to the step caps (728,000 steps): about 40
+hours on the 2 cores at the 25% of a 125 GFLOP/s fp32 peak that the main job's step reaches, perhaps
+half that when runs stop at fit as the main job's do (100-1,900 steps), and more for the costlier
 encodings (PaTH, DAPE, LieRE, ComRoPE). Run it by shards over several sessions or machines; `--scale
 gpu` is 3.2e17 FLOPs (the estimate prints at least 0.55 h on one H200, from the rates measured
 there).
@@ -62,12 +62,12 @@ and the full table of fit counts, exact match and token accuracy at 1x, 2x, 4x, 
 leaderboard_exact_match.png/.pdf draws the matrix as heatmaps at 2x and 8x; see
 pe_research/sweeps/leaderboard.py for how scores count unfit seeds (as 0).
 
-Result: 12 of the 13 rows so far (1,008 of 1,092 runs, 787 fit), on the 2-core CPU machine. Their
-tables (the leaderboard at the end) are docs/leaderboard/summary.md, the heatmaps
+Result: all 13 rows (1,092 runs, 787 fit), on the 2-core CPU machine. Their tables (the leaderboard
+at the end) are docs/leaderboard/summary.md, the heatmaps
 docs/leaderboard/leaderboard_exact_match.png, the records docs/leaderboard/runs (rebuilt with
 `pe-research sweep leaderboard --tables-only --tasks copy reverse offset duplicate count_copy sort
-addition flip_flop local_count selective_copy counting mqar --out DIR` on a copy of them). A score
-is an exact match (at 2x, 4x or 8x the training length) with unfit seeds as 0.
+addition multiplication flip_flop local_count selective_copy counting mqar --out DIR` on a copy of
+them). A score is an exact match (at 2x, 4x or 8x the training length) with unfit seeds as 0.
 
 Copy (84 runs, 80 fit). 81 runs ran at commit ed5da60 (2026-12-04/05: 54 runs in 47 min, then 27
 in 42 min, 2 workers, fp32 peak 247 GFLOP/s), before packed seeds stopped one by one at their own
@@ -242,13 +242,14 @@ digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE) and o
 al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token positions and the fit
 recipe on every task, so its arithmetic rows measure whether an encoding learns 16-digit addition
 and multiplication at this scale at all; run to the cap, they cost the most, so they come last.
-Multiplication (78 of 84 runs so far, every encoding's but NAPE's and ASEntmax's, not yet in the
-tables; 2026-12-06, 36 runs at 7d449d9 and 42 at 00d0548, whose training code is the same (it
-changed only the sweep's signal handling); records in docs/leaderboard/runs/multiplication): the
-same picture as addition, no seed fits and none learns the product even at the training length:
-training loss 1.98-2.15 over the product's digits at the cap, token accuracy on the last training
-batch .14-.24, at 16 digits .12-.17 (per seed) and .10-.13 from 2x on, exact match 0 at every
-length.
+Multiplication (84 runs, none fit; 2026-12-06, 36 runs at 7d449d9 and 48 at 00d0548, whose training
+code is the same (it changed only the sweep's signal handling); records in
+docs/leaderboard/runs/multiplication): the same picture as addition, no seed fits and none learns
+the product even at the training length: training loss 1.98-2.16 over the product's digits at the
+cap, token accuracy on the last training batch .14-.24, at 16 digits .12-.17 (per seed; .13-.16 the
+mean of 3) and .10-.13 from 2x on, exact match 0 at every length. NAPE and ASEntmax, last to run,
+fall inside the same ranges (both .14 at 16 digits, the mean of 3; ASEntmax's seed 2 ends at the
+highest loss, 2.16).
 """
 
 import dataclasses
