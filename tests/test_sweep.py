@@ -510,8 +510,9 @@ def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
     first = sweep.run_dir_for(out, cfgs[0])
     if holder == "live-process":
         assert runs.try_claim(first)  # this test's process: alive
+    pid = dead_pid()
     monkeypatch.setattr(
-        sweep.subprocess, "Popen", _Worker(first if holder == "dead-worker" else None, dead_pid())
+        sweep.subprocess, "Popen", _Worker(first if holder == "dead-worker" else None, pid)
     )
     monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
     monkeypatch.setattr(train, "train_group", fake_train_group([]))
@@ -527,6 +528,10 @@ def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
     status = sweep_status()
     captured = capsys.readouterr()
     assert "Worker 1 exited with status -9" in captured.out
+    # While a worker still runs, the command says the runs it holds are that worker's, so the
+    # "if that process is gone, delete LOCK" above is not read as being about a leftover.
+    waiting = f"Waiting for the workers of this command still training: worker 1 (pid {pid},"
+    assert captured.out.index(waiting) < captured.out.index("Worker 1 exited"), captured.out
     assert all(runs.is_done(sweep.run_dir_for(out, c)) for c in cfgs[1:])
     assert not runs.is_finished(first)
     if holder == "dead-worker":

@@ -399,6 +399,16 @@ def run_experiment(
             retry_failed=retry_failed,
             checkpoint_every=checkpoint_every,
         )
+        running = [
+            f"worker {i} (pid {proc.pid}, log {log.name})"
+            for i, (proc, log) in enumerate(helpers, start=1)
+            if proc.poll() is None
+        ]
+        if running:  # else "Left N runs to the processes that claimed them" reads as a leftover
+            print(
+                f"Waiting for the workers of this command still training: {', '.join(running)}; "
+                "the runs they hold are theirs (leave their LOCKs)."
+            )
         for i, (proc, log) in enumerate(helpers, start=1):
             if proc.wait() != 0:
                 print(f"Worker {i} exited with status {proc.returncode}: see {log.name}.")
