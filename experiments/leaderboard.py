@@ -242,8 +242,8 @@ digits, fits no seed with token positions either (RoPE, FIRE, ALiBi, NoPE) and o
 al.'s coupled positions (learned and RoPE, 2 of 3 each). The table keeps token positions and the fit
 recipe on every task, so its arithmetic rows measure whether an encoding learns 16-digit addition
 and multiplication at this scale at all; run to the cap, they cost the most, so they come last.
-Multiplication (84 runs, none fit; 2026-12-06, 36 runs at 7d449d9 and 48 at 00d0548, whose training
-code is the same (it changed only the sweep's signal handling); records in
+Multiplication (84 runs, none fit; 2026-12-06/07, 36 runs at 7d449d9 and 48 at 00d0548, whose
+training code is the same (it changed only the sweep's signal handling); records in
 docs/leaderboard/runs/multiplication): the same picture as addition, no seed fits and none learns
 the product even at the training length: training loss 1.98-2.16 over the product's digits at the
 cap, token accuracy on the last training batch .14-.24, at 16 digits .12-.17 (per seed; .13-.16 the
