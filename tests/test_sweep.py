@@ -303,6 +303,25 @@ def test_a_run_claimed_by_a_live_process_is_left_to_it(tmp_path, monkeypatch, ca
     assert sweep.run_sweep(cfgs, tmp_path, progress=False).trained == [dirs[0]]
 
 
+def test_a_run_held_by_a_worker_of_the_command_is_reported_as_its_own(
+    tmp_path, monkeypatch, capsys
+):
+    """A `--workers` process's runs are not "claimed by others" whose LOCK a reader might delete
+    if they thought the holder gone: the report names the worker."""
+    cfgs = [tiny(encoding=e) for e in ("nope", "rope")]
+    dirs = [sweep.run_dir_for(tmp_path, c) for c in cfgs]
+    assert runs.try_claim(dirs[0])  # this process stands in for worker 1
+    monkeypatch.setattr(train, "train_group", fake_train_group([]))
+    worker = f"worker 1 (pid {os.getpid()}, log worker-1.log)"
+
+    done = sweep.run_sweep(cfgs, tmp_path, progress=False, workers={os.getpid(): worker})
+    out = capsys.readouterr().out
+    assert done.held_by_workers == {dirs[0]: worker} and not done.claimed_by_others
+    assert f"Left 1 run to this command's workers, still training:\n  {dirs[0]}: {worker}" in out
+    assert "delete" not in out
+    runs.release(dirs[0])
+
+
 def dead_pid():
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()

@@ -11,7 +11,7 @@
 The names below are the public API of run storage (`from pe_research import runs`).
 """
 
-from pe_research.runs.claims import claim_holder, is_claimed, release, try_claim
+from pe_research.runs.claims import claim_holder, holder_pid, is_claimed, release, try_claim
 from pe_research.runs.directory import (
     CHECKPOINTS,
     CONFIG,
@@ -73,8 +73,8 @@ __all__ = [
     "is_failed_row",
     "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
     "copy_records", "finished_at",
-    "eval_rows", "failed_rows", "failure", "find_runs", "is_claimed", "is_done", "is_failed",
-    "is_finished",
+    "eval_rows", "failed_rows", "failure", "find_runs", "holder_pid", "is_claimed", "is_done",
+    "is_failed", "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",
     "release", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
     "write_error", "write_jsonl", "EventLog", "event_files", "open_events", "write_all_events",

@@ -130,6 +130,18 @@ def claim_holder(run_dir: Path) -> str | None:
     return f"{owner['host']} pid {owner['pid']} since {owner.get('since', '?')}"
 
 
+def holder_pid(run_dir: Path) -> int | None:
+    """The PID of the process on this host that holds the claim on `run_dir`; None if nobody
+    does, its LOCK is not yet written, or the holder is on another host."""
+    try:
+        owner = _owner((Path(run_dir) / LOCK).read_text())
+    except FileNotFoundError:
+        return None
+    if owner is None or owner["host"] != socket.gethostname():
+        return None
+    return int(owner["pid"])
+
+
 def is_claimed(run_dir: Path) -> bool:
     """Whether a live process (or one on another host, which cannot be checked) holds the claim
     on `run_dir`; a claim left by a dead process on this host is not a claim."""

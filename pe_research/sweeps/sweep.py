@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jax
@@ -96,6 +96,9 @@ class SweepResult:
     """Runs this process trained to the end (DONE)."""
     claimed_by_others: dict[Path, str]
     """Runs left unfinished to the live processes that claimed them -> who."""
+    held_by_workers: dict[Path, str] = dataclasses.field(default_factory=dict)
+    """Runs left unfinished to the `--workers` processes of this command that claimed them ->
+    which worker: the command waits for them, so their LOCKs are live."""
     failed: list[Path] = dataclasses.field(default_factory=list)
     """Runs this process trained that failed (their loss diverged: runs.mark_failed)."""
     unfinished: list[Path] = dataclasses.field(default_factory=list)
@@ -130,8 +133,11 @@ def run_sweep(
     progress: bool = True,
     retry_failed: bool = False,
     checkpoint_every: int = train.CHECKPOINT_EVERY,
+    workers: Mapping[int, str] | None = None,
 ) -> SweepResult:
     """Train every run of this shard that is neither finished nor claimed by a live process.
+    `workers` names, by PID, the processes on this host that this command started to share the
+    sweep (`run_experiment`'s `workers`), so that the runs they hold are reported as theirs.
 
     A failed run (its loss diverged; runs.mark_failed) is finished: it is not trained again,
     since it would fail the same way, unless `retry_failed`. A group whose training raises
@@ -193,8 +199,12 @@ def run_sweep(
                 if skip(i):
                     continue
                 if not runs.try_claim(dirs[i]):
-                    holder = runs.claim_holder(dirs[i]) or "a process now finished"
-                    out.claimed_by_others[dirs[i]] = holder
+                    worker = (workers or {}).get(runs.holder_pid(dirs[i]))
+                    if worker is not None:
+                        out.held_by_workers[dirs[i]] = worker
+                    else:
+                        holder = runs.claim_holder(dirs[i]) or "a process now finished"
+                        out.claimed_by_others[dirs[i]] = holder
                 elif skip(i):  # finished by its holder since we looked
                     runs.release(dirs[i])
                 else:
@@ -276,6 +286,11 @@ def _report(out: SweepResult, seconds: float) -> None:
             print(f"  {d}: step {record.get('step')}: {record.get('reason')}")
     if out.unfinished:
         print(f"{_runs(len(out.unfinished))} left unfinished: rerun the sweep to train them.")
+    out.held_by_workers = {d: w for d, w in out.held_by_workers.items() if not runs.is_finished(d)}
+    if out.held_by_workers:
+        print(f"Left {_runs(len(out.held_by_workers))} to this command's workers, still training:")
+        for d, worker in out.held_by_workers.items():
+            print(f"  {d}: {worker}")
     others = {d: h for d, h in out.claimed_by_others.items() if not runs.is_finished(d)}
     out.claimed_by_others = others
     if others:
@@ -391,6 +406,10 @@ def run_experiment(
             log = open(out / f"worker-{i}.log", "w")
             helpers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log))
             time.sleep(2)  # let it claim the first group before this process looks
+        names = {
+            proc.pid: f"worker {i} (pid {proc.pid}, log {log.name})"
+            for i, (proc, log) in enumerate(helpers, start=1)
+        }
         done = run_sweep(
             configs,
             out,
@@ -398,17 +417,11 @@ def run_experiment(
             progress=progress,
             retry_failed=retry_failed,
             checkpoint_every=checkpoint_every,
+            workers=names,
         )
-        running = [
-            f"worker {i} (pid {proc.pid}, log {log.name})"
-            for i, (proc, log) in enumerate(helpers, start=1)
-            if proc.poll() is None
-        ]
-        if running:  # else "Left N runs to the processes that claimed them" reads as a leftover
-            print(
-                f"Waiting for the workers of this command still training: {', '.join(running)}; "
-                "the runs they hold are theirs (leave their LOCKs)."
-            )
+        running = [names[proc.pid] for proc, _ in helpers if proc.poll() is None]
+        if running:
+            print(f"Waiting for the workers of this command still training: {', '.join(running)}.")
         for i, (proc, log) in enumerate(helpers, start=1):
             if proc.wait() != 0:
                 print(f"Worker {i} exited with status {proc.returncode}: see {log.name}.")
