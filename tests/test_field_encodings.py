@@ -222,6 +222,23 @@ def test_path_logits_are_the_product_of_householders_in_float64(length):
     assert (got[..., np.triu_indices(length, 1)[0], np.triu_indices(length, 1)[1]] == 0).all()
 
 
+@pytest.mark.parametrize("run", [16, 40, 64])
+def test_path_logits_keep_float32_precision_on_a_repeated_token(run):
+    # One token repeated (identical w) from position 3 on, across chunk boundaries, at beta 1.9:
+    # a power series for the chunk inverse cancels here (errors of 3e-2 to 7e-2 at 32-64).
+    rng = np.random.default_rng(run)
+    length = run + 3
+    q, k, w = (rng.normal(size=(1, 1, length, 8)) for _ in range(3))
+    w[:, :, 3:] = w[:, :, 3]
+    w /= np.linalg.norm(w, axis=-1, keepdims=True)
+    beta = np.full((1, 1, length), 1.9)
+    inputs = [x.astype(np.float32) for x in (q, k, w, beta)]
+    want = householder_loop(*(x.astype(np.float64) for x in inputs))
+    got = np.asarray(householder_logits(*map(jnp.asarray, inputs)))
+    assert got.dtype == np.float32
+    assert np.abs(got - want).max() < 1e-5 * np.abs(want).max()
+
+
 def test_path_reads_unit_householders_from_the_keys_and_is_causal_only():
     enc = PaTH()
     params = enc.init_layer(jax.random.key(6), DIMS)
@@ -438,7 +455,7 @@ def test_every_new_encoding_is_registered_and_round_trips():
     assert ALiBi() == DAPE().prior_encoding
 
 
-@pytest.mark.parametrize("size", [1, 2, 5, 8, 9, 16])
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 9, 13, 16])
 def test_unit_lower_inverse_is_the_inverse_in_float64(size):
     a = np.tril(np.random.default_rng(size).normal(size=(3, size, size)), k=-1)
     with jax.enable_x64(True):
@@ -459,7 +476,7 @@ train.train(cfg, sys.argv[1], progress=False)
 
 def test_path_trains_past_its_first_step_on_cpu(tmp_path):
     """The configuration whose second step deadlocked XLA's CPU runtime while PaTH's inverse was
-    a triangular solve (`unit_lower_inverse`): three steps must finish, in a process of their
+    a triangular solve: three steps must finish, in a process of their
     own so that a deadlock fails the test instead of hanging the suite."""
     run = tmp_path / "run"
     try:

@@ -42,22 +42,33 @@ CHUNK = 16
 
 
 def unit_lower_inverse(a_XCC: jax.Array) -> jax.Array:
-    """(I + A)^-1 for strictly lower triangular C x C matrices A, by matrix products only.
+    """(I + A)^-1 for strictly lower triangular C x C matrices A, by block doubling.
 
-    A is nilpotent (A^C = 0), so (I + A)^-1 = sum_(n < C) (-A)^n = (I - A)(I + A^2)(I + A^4)...
-    up to the factor with (-A)^(2^j), 2^(j+1) >= C: 2 log2(C) batched products. A triangular
-    solve gives the same matrix, but with it XLA's CPU runtime deadlocked running the compiled
-    training step (every thread waiting, from the second step on, at batch 64 in 2 length
-    buckets; jax 0.10.2, 2026-12-05); products run anywhere, and batch well on accelerators.
+    The inverse of [[L11, 0], [A21, L22]] is [[T11, 0], [-T22 A21 T11, T22]] with T11, T22 the
+    inverses of the diagonal blocks: from 1 x 1 blocks (T = 1), log2(C) levels of batched
+    products build the whole inverse. The products are of T's and A's entries, never of powers
+    of A, which a repeated token (beta > 1, parallel w) grows to 1e5 while T stays small, so
+    that a power series (I - A)(I + A^2)(I + A^4)... cancels in float32; block inversion is as
+    accurate as substitution (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed.,
+    sec. 14.2.2). Products only, no triangular solve: XLA's CPU runtime deadlocked on one inside
+    the training step.
     """
     C = a_XCC.shape[-1]
-    x = -a_XCC
-    inverse = jnp.eye(C, dtype=a_XCC.dtype).reshape((1,) * (x.ndim - 2) + (C, C)) + x
-    power = x
-    for _ in range(max(C - 1, 1).bit_length() - 1):  # factors (I + x^2), (I + x^4), ...
-        power = power @ power
-        inverse = inverse + inverse @ power
-    return inverse
+    P = 1 << max(C - 1, 0).bit_length()  # C padded to a power of two; the padding's inverse is I
+    batch = a_XCC.shape[:-2]
+    a_XPP = jnp.pad(a_XCC, [(0, 0)] * len(batch) + [(0, P - C), (0, P - C)])
+    t_XNbb = jnp.ones((*batch, P, 1, 1), a_XCC.dtype)  # inverses of the N = P / b diagonal blocks
+    b = 1
+    while b < P:
+        n = P // (2 * b)
+        pairs = a_XPP.reshape(*batch, n, 2 * b, n, 2 * b)
+        diagonal_XnBB = jnp.moveaxis(jnp.diagonal(pairs, axis1=-4, axis2=-2), -1, -3)
+        t11, t22 = t_XNbb[..., 0::2, :, :], t_XNbb[..., 1::2, :, :]
+        t21 = -(t22 @ diagonal_XnBB[..., b:, :b]) @ t11
+        top = jnp.concatenate([t11, jnp.zeros_like(t11)], -1)
+        t_XNbb = jnp.concatenate([top, jnp.concatenate([t21, t22], -1)], -2)
+        b *= 2
+    return t_XNbb.reshape(*batch, P, P)[..., :C, :C]
 
 
 def householder_logits(
