@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import tyro
 
@@ -84,13 +84,6 @@ class ModelConfig:
     """The output head reuses the token embeddings: logits = (x d_model^-0.5) E^T, T5's tied
     head with its rescaling (Mesh TensorFlow's; Kazemnejad et al. 2023's decoder, t5-base's
     tie_word_embeddings). False: a separate head W_head drawn with std d_model^-0.5."""
-
-    # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
-    # directories written before these options existed are found and resumed as they are.
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
-        "compute_dtype", "attention", "normalization", "norm", "norm_position", "mlp", "embed_std",
-        "qk_scale", "mlp_bias", "dropout", "dropout_sites", "tie_embeddings",
-    )  # fmt: skip
 
     @property
     def head_dim(self) -> int:
@@ -201,18 +194,6 @@ class TrainConfig:
     it would alone. Each seed's fit step goes to its fit.jsonl and to results.csv."""
     fit_check_every: int = 50
     """Steps between the fit checks of stop_when_fit (a multiple of steps_per_dispatch)."""
-
-    # Left out of config.json (and so of sweep run-directory names) at their defaults, so run
-    # directories written before these options existed are found and resumed as they are.
-    OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = (
-        "lr_schedule",
-        "adam_b2",
-        "length_buckets",
-        "steps_per_dispatch",
-        "fit_threshold",
-        "stop_when_fit",
-        "fit_check_every",
-    )
 
     def check(self) -> None:
         for name in ("steps", "batch_size", "train_length", "log_every", "length_buckets"):
@@ -443,10 +424,7 @@ class RunConfig:
     # -- config.json -----------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        evaluation = {**dataclasses.asdict(self.eval), "lengths": list(self.eval.lengths)}
-        for k in ("data", "data_dir"):  # left out when unset: older runs keep their directories
-            if evaluation[k] is None:
-                del evaluation[k]
+        """Every field, defaults included: the config.json form."""
         return {
             "task": {"name": self.task.name, **dataclasses.asdict(self.task)},
             "encoding": encodings.to_dict(self.encoding),
@@ -454,11 +432,26 @@ class RunConfig:
                 None if self.eval_encoding is None else encodings.to_dict(self.eval_encoding)
             ),
             "positions": samplers.to_dict(self.positions),
-            "model": _asdict(self.model),
-            "train": _asdict(self.train),
-            "eval": evaluation,
+            "model": dataclasses.asdict(self.model),
+            "train": dataclasses.asdict(self.train),
+            "eval": {**dataclasses.asdict(self.eval), "lengths": list(self.eval.lengths)},
             "seed": self.seed,
         }
+
+    def identity(self) -> dict[str, Any]:
+        """`to_dict` less every field at its default (the task's, encoding's and sampler's names
+        stay): what tells this run from another. A new option with a default changes no run's
+        identity, so the run ids that sweeps and results tables key on (runs.run_id) survive it."""
+        full, default = self.to_dict(), _default_dict(self)
+        out: dict[str, Any] = {"seed": self.seed}
+        for part in ("task", "encoding", "eval_encoding", "positions", "model", "train", "eval"):
+            if full[part] is None:
+                continue
+            base = default.get(part) or {}
+            out[part] = {
+                k: v for k, v in full[part].items() if k == "name" or base.get(k, _MISSING) != v
+            }
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunConfig:
@@ -496,14 +489,30 @@ class RunConfig:
             ) from e
 
 
-def _asdict(config: Any) -> dict[str, Any]:
-    """dataclasses.asdict, less the fields named in OMIT_AT_DEFAULT that hold their default."""
-    d = dataclasses.asdict(config)
-    defaults = {f.name: f.default for f in dataclasses.fields(config)}
-    for name in getattr(config, "OMIT_AT_DEFAULT", ()):
-        if d[name] == defaults[name]:
-            del d[name]
-    return d
+_MISSING = object()
+
+
+def _default_dict(cfg: RunConfig) -> dict[str, Any]:
+    """`to_dict` of the defaults of `cfg`'s parts: the task, encoding and sampler classes it
+    uses, each built with no arguments (a class without defaults for every field gives {})."""
+
+    def default(obj: Any, to_dict: Any) -> dict[str, Any]:
+        try:
+            return to_dict(type(obj)())
+        except TypeError:
+            return {}
+
+    out = {
+        "task": default(cfg.task, lambda t: {"name": t.name, **dataclasses.asdict(t)}),
+        "encoding": default(cfg.encoding, encodings.to_dict),
+        "positions": default(cfg.positions, samplers.to_dict),
+        "model": dataclasses.asdict(type(cfg.model)()),
+        "train": dataclasses.asdict(type(cfg.train)()),
+        "eval": {**dataclasses.asdict(type(cfg.eval)()), "lengths": []},
+    }
+    if cfg.eval_encoding is not None:
+        out["eval_encoding"] = default(cfg.eval_encoding, encodings.to_dict)
+    return out
 
 
 class _WrongType(ValueError):

@@ -38,6 +38,7 @@ from pe_research.runs.directory import (
     mark_failed,
     prepare,
     read_versions,
+    run_id,
 )
 from pe_research.runs.events import (
     EventLog,
@@ -76,7 +77,7 @@ __all__ = [
     "eval_rows", "failed_rows", "failure", "find_runs", "holder_pid", "is_claimed", "is_done",
     "is_failed", "is_finished",
     "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",
-    "release", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
+    "release", "run_id", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
     "write_error", "write_jsonl", "EventLog", "event_files", "open_events", "write_all_events",
     "write_events", "FRAME_COLUMNS", "finished_runs", "flat_config", "full_config", "load_frame",
 ]  # fmt: skip

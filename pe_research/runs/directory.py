@@ -15,14 +15,16 @@ RUN_DIR/LOCK           while a process trains the run: its host and PID (runs.cl
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
+import re
 import shutil
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pe_research.config import RunConfig
+from pe_research.config import RunConfig, encoding_label, task_label
 from pe_research.runs.files import write_atomic, write_error
 from pe_research.runs.provenance import versions
 
@@ -159,6 +161,19 @@ def copy_records(run_dirs: Iterable[Path], src: Path, dst: Path) -> list[Path]:
             elif (run_dir / name).exists():
                 write_atomic(target / name, (run_dir / name).read_text())
     return out
+
+
+def _safe(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", label).strip("_")
+
+
+def run_id(cfg: RunConfig) -> str:
+    """TASK/ENCODING/seedN-HASH: the name of a run in a sweep's folder and its results table.
+    HASH covers `cfg.identity()` (the config less the fields at their defaults), so adding an
+    option with a default leaves every id as it was."""
+    identity = json.dumps(cfg.identity(), sort_keys=True)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
+    return f"{_safe(task_label(cfg.task))}/{_safe(encoding_label(cfg))}/seed{cfg.seed}-{digest}"
 
 
 def _read_config_json(path: Path) -> dict[str, Any]:

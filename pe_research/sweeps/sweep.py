@@ -16,8 +16,6 @@ writes the summary: results.csv (tidy rows), summary.md and the plots.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import re
 import signal
@@ -33,25 +31,15 @@ import jax
 from tqdm.auto import tqdm
 
 from pe_research import metrics, runs, train
-from pe_research.config import RunConfig, encoding_label, task_label
+from pe_research.config import RunConfig
 from pe_research.sweeps import cost, experiments, grouping, plotting, summary
 from pe_research.sweeps.grouping import group_by_seed, shard_of, split_reasons
 from pe_research.training import evaluate
 
 
-def _safe(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=-]+", "_", label).strip("_")
-
-
 def run_dir_for(root: Path, cfg: RunConfig) -> Path:
-    """root/<task>/<encoding>/seed<N>-<hash of the whole config>."""
-    digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
-    return (
-        Path(root)
-        / _safe(task_label(cfg.task))
-        / _safe(encoding_label(cfg))
-        / (f"seed{cfg.seed}-{digest}")
-    )
+    """root/<task>/<encoding>/seed<N>-<hash> (runs.run_id)."""
+    return Path(root) / runs.run_id(cfg)
 
 
 def parse_shard(spec: str) -> tuple[int, int]:
