@@ -1,14 +1,14 @@
 """The `pe-research` command line: each command parses its options and calls one library function.
 
 pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
-pe-research sweep EXPERIMENT [--out DIR] [--scale S] [--metric M] [--shard I/N]
+pe-research sweep EXPERIMENT [--out DIR] [--results DIR] [--scale S] [--shard I/N] [--workers N]
 pe-research plot RUN_DIR... --out FIG.png|FIG.pdf [--metric M] [--kind lines|heatmap]
 pe-research properties [--out DIR] [--encodings NAME[:K=V,...]...] [--results SWEEP_DIR]
 pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
 pe-research data build TASK --config NAME [--data-dir DIR] | data build text [--corpus FILE]
 pe-research tensorboard DIR...
-pe-research report RUNS_ROOT [--out docs] [--only EXPERIMENT ...]
+pe-research report [--results docs/results] [--docs docs] [--readme README.md] [--check]
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def train(
 def sweep(
     experiment: tyro.conf.Positional[str],
     out: Path | None = None,
+    results: Path | None = None,
     scale: str | None = None,
     metric: MetricName | None = None,
     shard: str | None = None,
@@ -79,32 +80,25 @@ def sweep(
     workers: int = 1,
     summarize: bool = True,
     tasks: tuple[str, ...] = (),
-    keep_records: Path | None = None,
     tables_only: bool = False,
 ) -> None:
     """Run every config of an experiment (skipping finished runs), print tables, write results.
 
-    EXPERIMENT is a name in ./experiments/ (e.g. `default`) or a path to a .py file; --scale
-    picks one of its presets (e.g. `gpu`; default: its CPU size). Default output:
-    runs/<experiment name>/ (runs/<name>-<scale>/ with --scale). Once every run is finished,
-    writes results.csv, summary.md (METRIC in distribution and at 2x/4x/8x the training length;
-    default: the experiment's METRIC, else token_accuracy) and plots (PNG and PDF, lines and
-    heatmaps) there.
-    Several processes may share OUT. On several hosts, give each --shard I/N, or start them as
-    one JAX job (--coordinator HOST:PORT --num-processes N --process-id I, or JAX's environment
-    variables): each process then trains shard process_index/process_count.
-    A run whose loss diverges is marked failed and shown as failed@step N in the tables; it is
-    finished (a rerun skips it, as it would fail the same way) unless --retry-failed.
-    --workers N trains with N processes on this machine (compilation is single-threaded, so on a
-    small CPU one compiles while another trains); --no-summarize trains and writes no tables.
-    --tasks copy reverse runs only those tasks' runs of the experiment (same run directories;
-    the tables and files then cover those tasks).
-    --keep-records DIR copies the record of every finished run (config, curves, evaluation,
-    DONE; no checkpoints) to DIR once training stops (also when stopped by Ctrl-C or kill), to
-    commit a sweep made over several sessions or machines: copy DIR back into OUT to resume,
-    or sweep into DIR with --tables-only for the tables.
-    --tables-only trains nothing: it prints the tables of the finished runs and writes the files
-    if every run (of --tasks, where given) is finished.
+    EXPERIMENT is a name (`pe-research sweep default`; an unknown name lists them) or the path
+    of your own experiment file; --scale picks one of its presets (e.g. `gpu`; default: its CPU
+    size). Run directories go to --out (default runs/<name>, runs/<name>-<scale> with --scale);
+    the results table (results.parquet, curves.parquet, results.csv) to --results (default:
+    OUT), and once every run is in it, summary.md and the figures (METRIC: default the
+    experiment's, else token_accuracy). A run whose rows are in the --results table is not
+    trained again: `--results docs/results/NAME` resumes from the committed table.
+    Several processes may share OUT; --workers N trains with N processes on this machine (one
+    compiles while another trains). On several hosts, give each --shard I/N, or start them as one
+    JAX job (--coordinator HOST:PORT --num-processes N --process-id I).
+    A run whose loss diverges is marked failed (failed@step N in the tables) and is not trained
+    again unless --retry-failed. --tasks copy reverse runs only those tasks' runs.
+    --tables-only trains nothing: it writes the table of the finished runs, and the page if
+    every run is in it. --no-summarize trains and writes no tables. Ctrl-C or kill writes the
+    table of the runs finished so far before the sweep exits.
     """
     from pe_research.sweeps import sweep as sweep_lib
 
@@ -115,6 +109,7 @@ def sweep(
     done, _ = sweep_lib.run_experiment(
         experiment,
         out,
+        results_dir=results,
         scale=scale,
         metric=metric,
         shard=None if shard is None else sweep_lib.parse_shard(shard),
@@ -124,7 +119,6 @@ def sweep(
         workers=workers,
         summarize=summarize,
         tasks=tasks or None,
-        keep_records=keep_records,
         tables_only=tables_only,
     )
     if done.abandoned:  # a scheduler or script must not read this as success
@@ -290,27 +284,29 @@ def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:
 
 
 def report(
-    root: tyro.conf.Positional[Path] = Path("runs"),
-    out: Path = Path("docs"),
-    only: tuple[str, ...] = (),
-    keep_records: bool = False,
+    results: Path = Path("docs/results"),
+    docs: Path = Path("docs"),
+    readme: Path | None = Path("README.md"),
+    check: bool = False,
 ) -> None:
-    """Write the reproduction report OUT/reproductions.md (and its figures in
-    OUT/reproductions/): for each experiment that reproduces a paper and has finished runs under
-    ROOT (sweep folders ROOT/<experiment>[-<scale>]), the paper's headline figure beside ours,
-    the comparison, fit counts, seeds, the scale, a one-line verdict naming the differences that
-    remain, and the protocol table; all numbers read from the run directories. Sections of an
-    earlier page whose runs are not under ROOT are kept, marked as such. Only the runs of the
-    configurations an experiment defines now are read; others in its folder (an earlier
-    protocol's) are counted and left out. --only mcgill addition reports those experiments and
-    leaves the page's other sections as they were (e.g. while another sweep is still running).
-    --keep-records copies the records of the runs read (config, metrics, evaluation, DONE; no
-    checkpoints) to OUT/reproductions/runs/, to commit with the page: `pe-research report
-    docs/reproductions/runs --out docs` writes the page again from them on any machine.
+    """Write every generated page from the results tables: RESULTS/*/summary.md and figures (one
+    per folder holding results.parquet), DOCS/reproductions.md with each paper's figure beside
+    ours, and the results block of README (between `<!-- results: begin -->` and `<!-- results:
+    end -->`). Nothing is typed: the same tables give the same pages. --check writes nothing and
+    fails (exit 1) naming each page that differs from what the tables give.
     """
     from pe_research.sweeps import report as report_lib
 
-    written = report_lib.write(root, out, only=only, keep_records=keep_records)
+    readme = readme if readme is None or readme.exists() else None
+    if check:
+        differences = report_lib.check(results, docs, readme)
+        for line in differences:
+            print(line, file=sys.stderr)
+        if differences:
+            sys.exit(1)
+        print("Every page is as the tables give it.")
+        return
+    written = report_lib.write(results, docs, readme)
     print("Wrote " + ", ".join(str(p) for p in written))
 
 

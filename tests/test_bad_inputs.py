@@ -11,8 +11,8 @@ Bad inputs and what each produces (the tests match the quoted parts):
  3. unknown encoding in config.json
     -> "Unknown encoding 'rotary'. Known encodings: nope, ..."
  4. unknown experiment: sweep no_such_experiment
-    -> exit 2; "No experiment file experiments/no_such_experiment.py. Known experiments in
-       ./experiments: ..."; no output folder
+    -> exit 2; "No experiment 'no_such_experiment'. Known experiments: addition, ... (packaged,
+       and files in ./experiments/) ..."; no output folder
  5. unknown scale: sweep prope --scale tpu
     -> exit 2; "has no scale 'tpu'; it has: cpu, gpu. Pass one of them to --scale, or no --scale
        for its CPU size"; no output folder
@@ -221,7 +221,7 @@ def test_bad_configuration_exits_before_writing_anything(tmp_path, capsys, argv,
 
 SWEEP_ERRORS = [
     ("unknown experiment", ["no_such_experiment"],
-     r"No experiment file experiments/no_such_experiment.py. Known experiments"),
+     r"No experiment 'no_such_experiment'. Known experiments: addition, addition_hints, "),
     ("unknown scale", ["prope", "--scale", "tpu"],
      r"has no scale 'tpu'; it has: cpu, gpu. Pass one of them to --scale"),
     ("shard out of range", ["default", "--shard", "1/0"],
@@ -236,7 +236,7 @@ SWEEP_ERRORS = [
 def test_bad_sweep_arguments_exit_before_writing_anything(
     tmp_path, capsys, monkeypatch, argv, message
 ):
-    monkeypatch.chdir(Path(__file__).parents[1])  # experiments are looked up in ./experiments
+    monkeypatch.chdir(tmp_path)  # experiments are found by name from any folder
     code, err = run_cli(["sweep", *argv, "--out", tmp_path / "out", "--no-progress"], capsys)
     assert code != 0
     assert re.search(message, err), err

@@ -89,7 +89,7 @@ def test_sweep_runs_an_experiment_file_and_skips_finished_runs(tmp_path, capsys)
          "head_dim for rotary encodings must be even"),
         (["train", "--eval.lengths", "200", "copy", "learned", "--max-positions", "64"],
          "max_positions=64"),
-        (["sweep", "no_such_experiment"], "No experiment file"),
+        (["sweep", "no_such_experiment"], "Known experiments: addition, "),
         (["plot", "/nonexistent/dir"], "does not exist"),
     ],
 )  # fmt: skip

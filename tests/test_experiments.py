@@ -9,7 +9,7 @@ from pe_research.config import series_label, task_label
 from pe_research.sweeps import experiments, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.py"))
+EXPERIMENTS = experiments.names()
 
 
 def test_the_studies_of_the_issue_are_shipped():

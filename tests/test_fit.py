@@ -7,11 +7,12 @@ packed seeds' own fit steps, resume after an interruption, and how tables and pl
 runs apart.
 """
 
+import csv
 import dataclasses
 
 import pytest
 
-from pe_research import encodings, runs, tasks, train
+from pe_research import encodings, results, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.sweeps import plotting, summary
 from pe_research.training import checkpoints, group_key
@@ -67,16 +68,13 @@ def test_an_unfit_run_trains_to_the_cap_and_is_marked_unfit(tmp_path, fit_run):
     checks = runs.read_jsonl(run / runs.FIT)
     assert [c["step"] for c in checks] == [20, 40] and not any(c["fit"] for c in checks)
     assert runs.read_jsonl(run / runs.METRICS)[-1]["step"] == 40
-    result = list(runs.eval_rows([run, fit_run]))
-    path = tmp_path / "results.csv"
-    runs.write_csv(path, result)
-    lines = path.read_text().splitlines()
-    header = lines[0].split(",")
-    fit_col, step_col = header.index("fit"), header.index("fit_step")
-    by_run = {line.split(",")[-1]: line.split(",") for line in lines[1:]}
-    assert by_run[str(run)][fit_col] == "False" and by_run[str(run)][step_col] == ""
-    assert by_run[str(fit_run)][fit_col] == "True"
-    assert int(by_run[str(fit_run)][step_col]) == runs.read_jsonl(fit_run / runs.FIT)[-1]["step"]
+    results.write(tmp_path, results.from_runs([run, fit_run]))
+    with open(tmp_path / results.CSV, newline="") as f:
+        by_run = {r["run"]: r for r in csv.DictReader(f)}
+    capped, fitted = (by_run[runs.run_id(runs.load_config(d))] for d in (run, fit_run))
+    assert capped["fit"] == "False" and capped["fit_step"] == ""
+    assert fitted["fit"] == "True"
+    assert int(fitted["fit_step"]) == runs.read_jsonl(fit_run / runs.FIT)[-1]["step"]
 
 
 def test_without_stop_when_fit_a_run_still_gets_a_verdict_and_no_checks(tmp_path):
@@ -104,7 +102,6 @@ def test_packed_seeds_stop_at_their_own_fit_as_each_would_alone(tmp_path):
         assert [r["fit"] for r in c] == [False] * (len(c) - 1) + [True]
     assert len(set(firsts)) > 1, "the test needs seeds that fit at different checks"
     assert [next(runs.eval_rows([d]))["fit_step"] for d in dirs] == firsts
-    assert not any(next(runs.eval_rows([d]))["trained_past_fit"] for d in dirs)
     assert checkpoints.steps(dirs[0])[-1] == max(firsts)
     # Each seed alone stops where it stopped in the pack, with the same rows and evaluation:
     # a seed fit early is frozen there, not trained on with its pack-mates.
@@ -119,19 +116,6 @@ def test_packed_seeds_stop_at_their_own_fit_as_each_would_alone(tmp_path):
             assert a["length"] == b["length"]
             assert a["token_accuracy"] == pytest.approx(b["token_accuracy"], abs=1e-3)
             assert a["exact_match"] == pytest.approx(b["exact_match"], abs=1e-3)
-
-
-def test_a_checkpoint_trained_past_a_fit_by_an_earlier_version_is_refused(tmp_path):
-    run = tmp_path / "run"
-    train.train(with_train(BASE, steps=40, stop_when_fit=True), run, progress=False)
-    # What the earlier version left: a fit at step 20, checks, rows and a checkpoint after it.
-    runs.write_jsonl(
-        run / runs.FIT, [{"step": s, "exact_match": 1.0, "fit": True} for s in (20, 40)]
-    )
-    assert next(runs.eval_rows([run]))["trained_past_fit"]  # what summaries say of such runs
-    (run / runs.DONE).unlink()
-    with pytest.raises(ValueError, match="trained on to its checkpoint of step 40.*Delete"):
-        train.train(with_train(BASE, steps=40, stop_when_fit=True), run, progress=False)
 
 
 @pytest.mark.parametrize("interrupt_at", ["before_the_stop", "at_the_stop"])
@@ -193,18 +177,6 @@ def test_tables_show_unfit_runs_apart():
     cells = [[c.strip() for c in line.split("|")[1:-1]] for line in steps.splitlines()]
     assert ["copy", "nope", "0/2", "never", "300"] in cells
     assert ["copy", "rope", "2/2", "100 [100, 100]", "300"] in cells
-
-
-def test_summary_counts_runs_that_trained_past_their_fit(tmp_path):
-    def steps_section(rows):
-        summary.write_summary(tmp_path, rows, "exact_match")
-        return (tmp_path / "summary.md").read_text().split("## Steps to fit")[1]
-
-    assert "recorded before" not in steps_section(ROWS)
-    one = [dict(r, trained_past_fit=r["run"] == "copy/rope/0") for r in ROWS]
-    assert "except in 1 run recorded before" in steps_section(one)
-    two = [dict(r, trained_past_fit=r["encoding"] == "rope") for r in ROWS]
-    assert "except in 2 runs recorded before" in steps_section(two)
 
 
 def test_plots_draw_unfit_runs_faded_and_dashed():

@@ -38,3 +38,18 @@ def test_the_contract_catches_an_upward_import(tmp_path):
     result = lint_imports(tmp_path)
     assert result.returncode != 0
     assert "pe_research.config -> pe_research.sweeps.summary" in result.stdout
+
+
+def test_no_module_of_the_package_imports_the_experiments():
+    """pe_research.experiments (the top-level experiments/ folder) sits above sweeps: the library
+    loads an experiment by name (importlib), never by an import the linter cannot see."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "pe_research").rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if line.lstrip().startswith(
+            ("import pe_research.experiments", "from pe_research.experiments")
+        )
+        or line.lstrip().startswith("from pe_research import experiments")
+    ]
+    assert not found, f"import of pe_research.experiments below it: {found}"

@@ -138,7 +138,7 @@ def test_the_shipped_leaderboard_covers_every_encoding_and_task_and_draws():
 
 
 def test_a_sweep_writes_the_experiments_own_sections_and_figures(tmp_path, monkeypatch):
-    """An experiment's `sections` and `figures` reach summary.md and the sweep folder."""
+    """An experiment's `sections` and `figures` reach its page and the results folder."""
     experiment = tmp_path / "tiny_board.py"
     experiment.write_text(
         textwrap.dedent(
@@ -177,8 +177,10 @@ def test_a_sweep_writes_the_experiments_own_sections_and_figures(tmp_path, monke
     out = tmp_path / "out"
     _, written = sweep.run_experiment(str(experiment), out, progress=False)
     summary = unpadded((out / "summary.md").read_text())
-    assert summary.rstrip().endswith(
+    assert "## Leaderboard" in summary
+    assert (
         "| reverse | rope | 1/1 | 1.00 | 0.00 | 0.00 | 0.00 | 1.00 | 1.00 | 1.00 | 1.00 |"
+        in summary
     )
-    assert {out / "board.png", out / "board.pdf"} <= set(written)
+    assert "![board](board.png)" in summary and out / "board.png" in written
     assert (out / "board.png").stat().st_size > 1000

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pe_research import metrics, runs
+from pe_research import metrics, results, runs
 from pe_research.config import EvalConfig, RunConfig, TrainConfig
 from pe_research.sweeps import plotting, summary
 from pe_research.tasks import Batch
@@ -97,8 +97,8 @@ def test_table_names_the_choices_the_cli_offers():
 
 def test_csv_columns_and_failed_rows_cover_every_metric(tmp_path):
     names = list(metrics.METRICS)
-    start = runs.CSV_COLUMNS.index(names[0])
-    assert list(runs.CSV_COLUMNS[start : start + len(names)]) == names
+    start = results.CSV_COLUMNS.index(names[0])
+    assert list(results.CSV_COLUMNS[start : start + len(names)]) == names
     cfg = RunConfig(train=TrainConfig(train_length=4), eval=EvalConfig(lengths=(4, 8)))
     run = runs.prepare(tmp_path / "run", cfg)
     runs.mark_failed(run, step=3, reason="loss became nan")

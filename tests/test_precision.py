@@ -51,10 +51,10 @@ def test_unsupported_compute_dtype_names_the_option_and_the_choices():
     BF16.check()
 
 
-def test_compute_dtype_is_left_out_of_config_json_at_its_default():
-    """Run directories (named by a hash of to_dict) recorded before the option keep their name."""
+def test_compute_dtype_is_left_out_of_the_run_id_at_its_default():
+    """Run ids (a hash of identity()) made before the option keep their value."""
     base = RunConfig(model=CFG)
-    assert "compute_dtype" not in base.to_dict()["model"]
+    assert "compute_dtype" not in base.identity()["model"]
     bf16 = dataclasses.replace(base, model=BF16)
     assert bf16.to_dict()["model"]["compute_dtype"] == "bfloat16"
     for cfg in (base, bf16):

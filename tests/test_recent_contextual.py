@@ -246,7 +246,7 @@ def test_stick_breaking_config_errors_and_round_trip():
     cfg = RunConfig(encoding=NoPE(), model=ModelConfig(normalization="stick_breaking"))
     d = cfg.to_dict()
     assert d["model"]["normalization"] == "stick_breaking"
-    assert "normalization" not in RunConfig().to_dict()["model"]  # older run directories resume
+    assert "normalization" not in RunConfig().identity()["model"]  # a default: not in the run id
     assert RunConfig.from_dict(json.loads(json.dumps(d))) == cfg
 
 

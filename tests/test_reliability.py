@@ -27,9 +27,9 @@ import matplotlib.pyplot as plt
 import pytest
 
 import pe_research
-from pe_research import encodings, runs, tasks, train
+from pe_research import encodings, results, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-from pe_research.sweeps import plotting, summary, sweep
+from pe_research.sweeps import pages, plotting, summary, sweep
 
 TINY = RunConfig(
     task=tasks.get("copy"),
@@ -144,10 +144,10 @@ def test_summary_keeps_runs_of_different_code_apart_and_warns(tmp_path):
     assert "[code B]" in new and "0.900" in new
     assert "nope [code B]" in summary.summary_table(rows)
 
-    with pytest.warns(UserWarning, match="2 different versions of the code"):
-        summary.write_summary(tmp_path, rows, "token_accuracy")
-    assert "WARNING" in (tmp_path / "summary.md").read_text()
-    with open(tmp_path / "results.csv", newline="") as f:
+    tables = results.from_runs(dirs)
+    assert "WARNING" in pages.sweep_page(pages.read_sweep(tmp_path, tables), [])
+    results.write(tmp_path, tables)
+    with open(tmp_path / results.CSV, newline="") as f:
         assert len({r["code"] for r in csv.DictReader(f)}) == 2
 
     same = summary.finished_rows(dirs[:2])
@@ -192,11 +192,11 @@ def test_failed_runs_are_shown_not_hidden(tmp_path):
     assert "1 (1 failed)" in rope and "failed@step 3" in rope
     assert "2 runs failed" in table
 
-    summary.write_summary(tmp_path, rows, "token_accuracy")
-    md = (tmp_path / "summary.md").read_text()
+    md = pages.sweep_page(pages.read_sweep(tmp_path, results.from_runs(dirs)), [])
     failures = md[md.index("## Failed runs") :]
-    assert "`copy/nope/seed1`): failed at step 7: loss became nan" in failures
-    assert "`copy/rope/seed0`): failed at step 3: loss became inf by step 3" in failures
+    nope, rope = (runs.run_id(runs.load_config(d)) for d in dirs[1:])
+    assert f"`{nope}`): failed at step 7: loss became nan" in failures
+    assert f"`{rope}`): failed at step 3: loss became inf by step 3" in failures
     assert "--retry-failed" in failures
     with open(tmp_path / "results.csv", newline="") as f:
         table = list(csv.DictReader(f))
@@ -292,47 +292,8 @@ def test_atomic_writes_take_the_mode_the_umask_gives(tmp_path, umask):
         assert stat.S_IMODE(path.stat().st_mode) == mode, (oct(mask), oct(path.stat().st_mode))
 
 
-# -- a run's record, kept apart from its checkpoints ----------------------------------------------
-
-
-def test_a_runs_record_copies_without_checkpoints_and_keeps_its_finish_time(tmp_path):
-    src, dst = tmp_path / "runs", tmp_path / "kept"
-    done = fake_run(src / "copy" / "nope" / "seed0", TINY, 0.5)
-    (done / runs.CHECKPOINTS / "100").mkdir(parents=True)
-    runs.write_jsonl(done / runs.METRICS, [{"step": 3, "loss": 1.0}])
-    failed = failed_run(src / "copy" / "nope" / "seed1", TINY, step=2)
-    written_at = runs.finished_at(done)
-    os.utime(done / runs.DONE, (0, 0))  # what a checkout does to an mtime
-    assert runs.finished_at(done) == written_at  # DONE holds the time itself
-
-    copies = runs.copy_records([done, failed], src, dst)
-    assert copies == [dst / "copy" / "nope" / "seed0", dst / "copy" / "nope" / "seed1"]
-    assert {p.name for p in copies[0].iterdir()} == {
-        runs.CONFIG, runs.METRICS, runs.EVAL, runs.DONE
-    }  # fmt: skip
-    assert runs.read_jsonl(copies[0] / runs.EVAL) == runs.read_jsonl(done / runs.EVAL)
-    assert runs.failure(copies[1]) == runs.failure(failed)
-    assert runs.finished_runs(dst) == copies
-    os.utime(copies[0] / runs.DONE, (0, 0))
-    assert runs.finished_at(copies[0]) == written_at
-    assert runs.copy_records(copies, dst, dst) == copies  # onto itself: nothing to do
-
-
-def test_a_done_file_written_empty_dates_its_run_by_its_mtime(tmp_path):
+def test_a_run_is_dated_by_the_time_its_done_file_holds(tmp_path):
     run = fake_run(tmp_path / "run", TINY, 0.5)
-    (run / runs.DONE).write_text("")  # as runs made before DONE held a time
-    os.utime(run / runs.DONE, (86400, 86400))
+    (run / runs.DONE).write_text("1970-01-02T00:00:00+00:00\n")
     assert runs.finished_at(run).isoformat() == "1970-01-02T00:00:00+00:00"
     assert runs.finished_at(tmp_path) is None
-    copy = runs.copy_records([run], tmp_path, tmp_path / "kept")[0]
-    assert (copy / runs.DONE).read_text() == "1970-01-02T00:00:00+00:00\n"
-
-
-def test_copying_a_record_refuses_unfinished_runs_and_runs_outside_the_folder(tmp_path):
-    runs.prepare(tmp_path / "a" / "run", TINY)  # config.json, no DONE
-    with pytest.raises(ValueError, match="not finished"):
-        runs.copy_records([tmp_path / "a" / "run"], tmp_path / "a", tmp_path / "kept")
-    done = fake_run(tmp_path / "b" / "run", TINY, 0.5)
-    with pytest.raises(ValueError, match="is not below"):
-        runs.copy_records([done], tmp_path / "a", tmp_path / "kept")
-    assert not (tmp_path / "kept").exists()

@@ -5,12 +5,8 @@ paper's numbers recomputed from released results, and the report read from run d
 import dataclasses
 import importlib.util
 import json
-import os
-import re
-import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import jax
@@ -20,7 +16,7 @@ from flax import nnx
 
 from pe_research import encodings, positions, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-from pe_research.sweeps import cost, experiments, protocol, report, summary, sweep
+from pe_research.sweeps import cost, experiments, protocol
 from pe_research.training.step import init_model, sample_groups
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,7 +177,7 @@ def test_the_own_head_probe_changes_only_the_head_and_the_paper_scales_run_the_r
         assert theirs.model.tie_embeddings and not here.model.tie_embeddings
         assert theirs.model.dropout == 0.0
         assert dataclasses.replace(here, model=theirs.model) == theirs
-        assert "tie_embeddings" not in json.dumps(here.to_dict())
+        assert "tie_embeddings" not in json.dumps(here.identity())
     assert not any(c.model.tie_embeddings for c in ours)
     for scale in ("gpu", "paper"):
         assert {(c.model.dropout, c.model.dropout_sites, c.model.tie_embeddings)
@@ -512,215 +508,3 @@ def test_answer_positions_split_a_runs_own_token_accuracy_by_answer_position(
     monkeypatch.setattr(sys, "argv", ["answer_positions.py", str(tmp_path)])
     with pytest.raises(SystemExit, match="is not a finished run directory"):
         script.main()
-
-
-# -- the report -----------------------------------------------------------------------------------
-
-TINY_REPRODUCTION = '''
-"""A tiny reproduction, for the report's test.
-
-    pe-research sweep tiny
-"""
-from pe_research import encodings, tasks
-from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
-from pe_research.sweeps import summary
-from pe_research.sweeps.protocol import ASPECTS, SAME, Protocol, row
-
-SCALES = {"cpu": None}
-PROTOCOL = Protocol("Tiny et al. 2099", ("cpu",), tuple(
-    row(a, "item", "theirs", "their file", cpu="ours" if a == "model" else SAME,
-        why="smaller" if a == "model" else "") for a in ASPECTS))
-PAPER = {("copy", "nope"): 0.25, ("copy", "rope"): 0.5}
-
-def runs(scale="cpu"):
-    return [RunConfig(task=tasks.get("copy"), encoding=encodings.get(e),
-                      model=ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32),
-                      train=TrainConfig(steps=4, batch_size=4, train_length=3, log_every=1),
-                      eval=EvalConfig(lengths=(3, 6), batch_size=4), seed=s)
-            for e in ("nope", "rope") for s in (0, 1)]
-
-def paper_vs_here(rows):
-    return summary.published_table(rows, PAPER, metric="exact_match", lengths=(6,),
-                                   source="Tiny et al.")
-
-def headline(rows):
-    ours = {}
-    for r in rows:
-        ours.setdefault(r["encoding"], {}).setdefault(r["length"], []).append(r["exact_match"])
-    series = [(e, [6], [v], True) for (_, e), v in PAPER.items()]
-    series += [(e, sorted(v), [sum(v[n]) / len(v[n]) for n in sorted(v)], False)
-               for e, v in ours.items()]
-    return {"copy": series}
-'''
-
-
-def test_the_report_is_read_from_run_directories(tmp_path):
-    folder = tmp_path / "experiments"
-    folder.mkdir()
-    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
-    root = tmp_path / "runs"
-    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
-    written = report.write(root, tmp_path / "docs", folder=folder)
-    page = written[0].read_text()
-    assert written[0] == tmp_path / "docs" / "reproductions.md"
-    assert written[1].suffix == ".png" and written[1].stat().st_size > 1000
-    assert "## Tiny et al. 2099" in page and "(reproductions/tiny-cpu.png)" in page
-    dirs = runs.finished_runs(root / "tiny")
-    rows = summary.finished_rows(dirs)
-    fit, judged = summary.fit_count(rows)
-    assert f"- Runs: 4 ({fit} of {judged} with a fit verdict fit), seeds 0, 1;" in page
-    assert "differ from the paper's protocol in: model / item" in page
-    assert "| model | item | theirs | their file | ours | smaller |" in page
-    # The numbers are the run directories': change one, and the page follows.
-    run = next(d for d in dirs if "nope" in str(d) and d.name.startswith("seed0"))
-    rows_before = runs.read_jsonl(run / runs.EVAL)
-    edited = [{**r, "exact_match": 0.875} if r["length"] == 6 else r for r in rows_before]
-    runs.write_jsonl(run / runs.EVAL, edited)
-    other = next(d for d in dirs if "nope" in str(d) and d.name.startswith("seed1"))
-    at6 = next(r["exact_match"] for r in runs.read_jsonl(other / runs.EVAL) if r["length"] == 6)
-    page = report.write(root, tmp_path / "docs", folder=folder)[0].read_text()
-    line = next(x for x in page.splitlines() if re.match(r"\| copy\s*\| nope", x))
-    assert f"{(0.875 + at6) / 2:.3f}" in line, line
-    with pytest.raises(ValueError, match="No finished runs of a reproduction under"):
-        report.write(tmp_path / "empty", tmp_path / "docs", folder=folder)
-
-
-def test_the_report_keeps_the_sections_of_sweeps_run_elsewhere(tmp_path):
-    """Reporting one sweep does not erase another's section when that sweep's runs are not under
-    the root: it is kept, marked, with its own numbers, until its runs are reported again."""
-    folder = tmp_path / "experiments"
-    folder.mkdir()
-    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
-    other = textwrap.dedent(TINY_REPRODUCTION).replace("Tiny et al. 2099", "Other et al. 2098")
-    (folder / "other.py").write_text(other)
-    here, there, docs = tmp_path / "here", tmp_path / "there", tmp_path / "docs"
-    sweep.run_experiment(str(folder / "tiny.py"), here / "tiny", progress=False)
-    sweep.run_experiment(str(folder / "other.py"), there / "other", progress=False)
-    first = report.write(here, docs, folder=folder)[0].read_text()
-    assert "## Tiny et al. 2099" in first and "Other et al." not in first
-    tiny_section = first[first.index("## Tiny et al. 2099") :].rstrip("\n")
-
-    page = report.write(there, docs, folder=folder)[0].read_text()
-    kept = report.KEPT.format(root=there)
-    assert page.index("## Other et al. 2098") < page.index("## Tiny et al. 2099")  # file order
-    tiny_now = page[page.index("## Tiny et al. 2099") :].rstrip("\n")
-    assert tiny_now.count(kept) == 1
-    # Everything but the mark is the section as it was written from its runs.
-    assert tiny_now.replace(f"\n\n{kept}", "") == tiny_section
-    other_now = page[: page.index("## Tiny et al. 2099")]
-    assert "Kept from" not in other_now
-
-    # Reported again from elsewhere: still one mark; from its runs again: fresh, no mark.
-    page = report.write(there, docs, folder=folder)[0].read_text()
-    assert page.count("Kept from the page written before") == 1
-    page = report.write(here, docs, folder=folder)[0].read_text()
-    tiny_now = page[page.index("## Tiny et al. 2099") :]
-    assert "Kept from" not in tiny_now.split("## ")[1]
-    assert page[: page.index("## Tiny et al. 2099")].count(report.KEPT.format(root=here)) == 1
-
-
-def test_the_report_leaves_out_runs_of_configurations_the_experiment_no_longer_defines(tmp_path):
-    """A changed protocol leaves its old runs on disk: the page reads the current ones only and
-    says how many it left out."""
-    folder = tmp_path / "experiments"
-    folder.mkdir()
-    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
-    root, docs = tmp_path / "runs", tmp_path / "docs"
-    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
-    page = report.write(root, docs, folder=folder)[0].read_text()
-    assert "- Runs: 4 (" in page and "Left out" not in page and "Partial" not in page
-    # The protocol changes: rope's runs now train one step longer, under new directories.
-    changed = textwrap.dedent(TINY_REPRODUCTION).replace(
-        "train=TrainConfig(steps=4,", "train=TrainConfig(steps=4 + (e == 'rope'),"
-    )
-    (folder / "tiny.py").write_text(changed)
-    page = report.write(root, docs, folder=folder)[0].read_text()
-    assert "- Runs: 2 (" in page and "- Left out: 2 finished runs in" in page
-    # Until rope's runs are made again, the section says it holds half of the scale's runs.
-    assert "- Partial: 2 of the 4 runs `experiments/tiny.py` defines" in page
-    assert re.search(r"\| copy\s*\| rope\s*\| 0.50\s*\| not run\s*\| 0/0", page)
-    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
-    page = report.write(root, docs, folder=folder)[0].read_text()
-    assert "- Runs: 4 (" in page and "- Left out: 2 finished runs in" in page
-    assert "Partial" not in page
-
-
-def test_the_report_with_only_rewrites_those_sections_and_leaves_the_others(tmp_path):
-    folder = tmp_path / "experiments"
-    folder.mkdir()
-    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
-    other = textwrap.dedent(TINY_REPRODUCTION).replace("Tiny et al. 2099", "Other et al. 2098")
-    (folder / "other.py").write_text(other)
-    root, docs = tmp_path / "runs", tmp_path / "docs"
-    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
-    sweep.run_experiment(str(folder / "other.py"), root / "other", progress=False)
-    first = report.write(root, docs, folder=folder)[0].read_text()
-    other_section = first[first.index("## Other et al.") : first.index("## Tiny et al.")]
-    # Other's runs change on disk; a report of tiny alone keeps other's section as it was.
-    run = runs.finished_runs(root / "other")[0]
-    runs.write_jsonl(run / runs.EVAL, [{**r, "exact_match": 0.0} for r in
-                                       runs.read_jsonl(run / runs.EVAL)])  # fmt: skip
-    page = report.write(root, docs, folder=folder, only=["tiny"])[0].read_text()
-    other_now = page[page.index("## Other et al.") : page.index("## Tiny et al.")]
-    assert other_now.rstrip("\n") == other_section.rstrip("\n")
-    assert "--only tiny` on" in page and "Kept from" not in page
-    assert "\n\n## Tiny et al." in page  # a section left as it was still ends in a blank line
-    # Other's protocol changes in code (a reason, and a difference fewer): the section left as
-    # it was takes the new table and verdict; its numbers stay those written before.
-    (folder / "other.py").write_text(
-        other.replace('why="smaller"', 'why="scaled down for the test"').replace(
-            'cpu="ours" if a == "model"', 'cpu=SAME if a == "nothing"'
-        )
-    )
-    page = report.write(root, docs, folder=folder, only=["tiny"])[0].read_text()
-    other_now = page[page.index("## Other et al.") : page.index("## Tiny et al.")]
-    numbers = other_section[: other_section.index("Verdict:")]
-    assert other_now.startswith(numbers)
-    assert "differ from the paper's protocol in: nothing (table below)" in other_now
-    assert "| model | item | theirs | their file | same | scaled down for the test |" in other_now
-    assert "| ours | smaller |" not in other_now
-    verdict = re.search(r"Verdict: at the `cpu` scale \d+ of \d+ runs fit", other_section)[0]
-    assert verdict in other_now
-    # Then other's runs change in code too (rope trains a step longer): the section shows runs
-    # the code no longer defines, so it keeps the table they ran, not the code's new reason.
-    (folder / "other.py").write_text(
-        other.replace('why="smaller"', 'why="changed once more"').replace(
-            "train=TrainConfig(steps=4,", "train=TrainConfig(steps=4 + (e == 'rope'),"
-        )
-    )
-    page = report.write(root, docs, folder=folder, only=["tiny"])[0].read_text()
-    assert page[page.index("## Other et al.") : page.index("## Tiny et al.")] == other_now
-    with pytest.raises(ValueError, match=r"--only nothing: not a reproduction .* other, tiny"):
-        report.write(root, docs, folder=folder, only=["nothing"])
-
-
-def test_the_report_keeps_the_records_it_read_and_is_written_again_from_them(tmp_path):
-    """--keep-records: the page and the runs behind it can be committed together; with the
-    sweep's folder gone (another machine), the page comes back the same from the records."""
-    folder = tmp_path / "experiments"
-    folder.mkdir()
-    (folder / "tiny.py").write_text(textwrap.dedent(TINY_REPRODUCTION))
-    root, docs = tmp_path / "runs", tmp_path / "docs"
-    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
-    written = report.write(root, docs, folder=folder, keep_records=True)
-    records = docs / report.FIGURES / report.RECORDS / "tiny"
-    assert records in written and "--keep-records` on" in written[0].read_text()
-    copies = runs.finished_runs(records)
-    assert len(copies) == 4 and not list(records.rglob(runs.CHECKPOINTS))
-    first = written[0].read_text()
-    for run in runs.finished_runs(root):
-        os.utime(run / runs.DONE, (0, 0))  # the report dates runs by what DONE holds
-    page = report.write(root, docs, folder=folder)[0].read_text()
-    assert "finished 1970" not in page
-    assert list(root.rglob(runs.CHECKPOINTS))  # training writes them; the records leave them
-    shutil.rmtree(root)
-    again = report.write(records.parent, docs, folder=folder)[0].read_text()
-
-    def numbers(text):  # the section less its provenance header (the folder, the command)
-        return text[text.index("- Runs:") :].replace(str(records), str(root / "tiny"))
-
-    assert numbers(again) == numbers(first)
-    # The records are a sweep folder that resumes: a sweep into a copy of them trains nothing.
-    shutil.copytree(records, root / "tiny")
-    sweep.run_experiment(str(folder / "tiny.py"), root / "tiny", progress=False)
-    assert not list(root.rglob(runs.CHECKPOINTS))

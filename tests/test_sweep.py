@@ -17,10 +17,10 @@ import time
 import pytest
 from sweep_processes import TINY_EXPERIMENT, run_together, trained_runs
 
-from pe_research import cli, encodings, runs, tasks, train
+from pe_research import cli, encodings, results, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.runs import claims
-from pe_research.sweeps import experiments, summary, sweep
+from pe_research.sweeps import experiments, pages, summary, sweep, workers
 
 
 def tiny(task="copy", encoding="nope", seed=0, lengths=(3, 6)):
@@ -87,11 +87,11 @@ def test_summary_equals_the_mean_of_the_rows_and_the_csv_round_trips(tmp_path):
     dirs.append(sweep.run_dir_for(tmp_path, unfinished))
     fake_run(dirs[-1], unfinished, 100.0, done=False)
 
-    rows = summary.finished_rows(dirs)
-    summary.write_summary(tmp_path, rows, "token_accuracy")
-    with open(tmp_path / "results.csv", newline="") as f:
+    tables = results.from_runs(dirs)
+    results.write(tmp_path, tables)
+    with open(tmp_path / results.CSV, newline="") as f:
         table = list(csv.DictReader(f))
-    assert tuple(table[0]) == runs.CSV_COLUMNS
+    assert tuple(table[0]) == results.CSV_COLUMNS
     assert len(table) == 5 * len(lengths)  # one row per finished run x length
     assert all(float(r["token_accuracy"]) < 2 for r in table), "unfinished run summarized"
     for r in table:
@@ -100,6 +100,8 @@ def test_summary_equals_the_mean_of_the_rows_and_the_csv_round_trips(tmp_path):
         assert float(r["token_accuracy"]) == next(
             e["token_accuracy"] for e in evaluated if e["length"] == int(r["length"])
         )
+    back = results.read(tmp_path).results
+    assert back.equals(tables.results)  # the parquet file keeps every value and type
 
     def values(encoding, length):
         return [
@@ -108,7 +110,7 @@ def test_summary_equals_the_mean_of_the_rows_and_the_csv_round_trips(tmp_path):
             if r["encoding"] == encoding and int(r["length"]) == length
         ]
 
-    summary_md = (tmp_path / "summary.md").read_text()
+    summary_md = pages.sweep_page(pages.read_sweep(tmp_path, tables), [])
     lines = {
         line.split("|")[2].strip(): line for line in summary_md.splitlines() if "| copy" in line
     }
@@ -164,48 +166,40 @@ def test_runs_differing_only_in_seed_train_together_and_unfinished_runs_are_redo
     assert len(calls) == 2 and "4 of 4 runs already finished" in capsys.readouterr().out
 
 
-def test_a_sweep_keeps_its_records_apart_and_resumes_or_summarizes_from_them(
+def test_a_sweep_resumes_from_its_results_table_and_its_pages_come_from_the_table_alone(
     experiment, tmp_path, monkeypatch, capsys
 ):
     calls = []
     monkeypatch.setattr(train, "train_group", fake_train_group(calls))
-    out, kept = tmp_path / "out", tmp_path / "kept"
-    done, _ = sweep.run_experiment(str(experiment), out, progress=False, summarize=False,
-                                   keep_records=kept)  # fmt: skip
+    out, table = tmp_path / "out", tmp_path / "table"
+    done, written = sweep.run_experiment(str(experiment), out, results_dir=table, progress=False)
     assert len(calls) == 2 and done.complete
-    for run_dir in done.dirs:
-        runs.write_jsonl(run_dir / runs.METRICS, [{"step": 1}])  # fake training writes none
-        (run_dir / runs.CHECKPOINTS).mkdir()
-    sweep.run_experiment(str(experiment), out, progress=False, summarize=False,
-                         keep_records=kept)  # fmt: skip
-    copies = [kept / d.relative_to(out) for d in done.dirs]
-    assert runs.finished_runs(kept) == sorted(copies)
-    for copy, run_dir in zip(copies, done.dirs, strict=True):
-        assert {p.name for p in copy.iterdir()} == {
-            runs.CONFIG, runs.METRICS, runs.EVAL, runs.DONE
-        }  # fmt: skip
-        for name in (runs.METRICS, runs.EVAL):
-            assert runs.read_jsonl(copy / name) == runs.read_jsonl(run_dir / name)
-    assert "Kept the records of 2 finished runs" in capsys.readouterr().out
+    assert {p.name for p in written} >= {results.RESULTS, results.CURVES, results.CSV, pages.PAGE}
+    frame = results.load(table)
+    assert set(frame["run"]) == set(done.ids) and set(frame["experiment"]) == {"tiny"}
+    page = (table / pages.PAGE).read_text()
 
-    # A sweep into the records trains nothing and writes the tables from them.
-    _, written = sweep.run_experiment(str(experiment), kept, progress=False)
-    assert len(calls) == 2 and kept / "results.csv" in written
+    # The run folders are gone (another machine, a later session): the table alone resumes the
+    # sweep, which trains nothing, and gives the same page, byte for byte.
+    shutil.rmtree(out)
+    capsys.readouterr()
+    done, _ = sweep.run_experiment(str(experiment), out, results_dir=table, progress=False)
+    assert len(calls) == 2 and done.complete and done.trained == []
+    assert "2 of these runs are recorded there" in capsys.readouterr().out
+    (table / pages.PAGE).unlink()
+    sweep.run_experiment(str(experiment), out, results_dir=table, tables_only=True)
+    assert (table / pages.PAGE).read_text() == page
+    assert results.load(table).equals(frame)
 
-    def rows(dirs):
-        return [{k: v for k, v in r.items() if k != "run"} for r in summary.finished_rows(dirs)]
-
-    assert rows(copies) == rows(done.dirs) and len(rows(copies)) == 4
-    # Copied back into a fresh folder (another session), its runs are skipped; curves kept.
-    fresh = tmp_path / "fresh"
-    shutil.copytree(kept, fresh)
-    sweep.run_experiment(str(experiment), fresh, progress=False, summarize=False,
-                         keep_records=tmp_path / "all")  # fmt: skip
-    assert len(calls) == 2
-    assert all((tmp_path / "all" / d.relative_to(out) / runs.EVAL).exists() for d in done.dirs)
+    # A table of other code is refused for resuming, with both versions named.
+    edited = frame.copy()
+    edited["code"] = "pe_research 0.1.0, git 0123456789ab, jax 0.0, flax 0.0"
+    results.write(table, results.Tables(edited, results.read(table).curves))
+    with pytest.raises(ValueError, match="holds runs of other code .*git 0123456789ab.* than this"):
+        sweep.run_experiment(str(experiment), out, results_dir=table, progress=False)
 
 
-def test_tables_only_trains_nothing_and_writes_files_once_every_run_is_finished(
+def test_tables_only_trains_nothing_and_writes_the_page_once_every_run_is_finished(
     experiment, tmp_path, monkeypatch, capsys
 ):
     calls = []
@@ -213,21 +207,22 @@ def test_tables_only_trains_nothing_and_writes_files_once_every_run_is_finished(
     out = tmp_path / "out"
     done, written = sweep.run_experiment(str(experiment), out, progress=False, tables_only=True)
     assert calls == [] and written == [] and done.finished == []
-    assert "2 of 2 runs" in capsys.readouterr().out
+    assert "No run of the 2 is finished yet" in capsys.readouterr().out
 
     done, _ = sweep.run_experiment(str(experiment), out, progress=False, summarize=False)
     trainings = len(calls)
-    (done.dirs[1] / runs.DONE).unlink()  # one record missing: the tables of the other, no files
+    (done.dirs[1] / runs.DONE).unlink()  # one run unfinished: its table, and no page
     capsys.readouterr()
     cli.sweep(str(experiment), out=out, progress=False, tables_only=True)
     printed = capsys.readouterr().out
-    assert len(calls) == trainings and not (out / "summary.md").exists()
-    assert "--tables-only: 1 of 2 runs" in printed and "nope" in printed
+    assert len(calls) == trainings and not (out / pages.PAGE).exists()
+    assert len(results.load(out)) == 2  # the finished run, at its two lengths
+    assert "1 of 2 runs are not finished" in printed and "nope" in printed
     assert "already finished" not in printed  # nothing was offered for training
 
     runs.mark_done(done.dirs[1])
     _, written = sweep.run_experiment(str(experiment), out, progress=False, tables_only=True)
-    assert len(calls) == trainings and out / "summary.md" in written
+    assert len(calls) == trainings and out / pages.PAGE in written
 
 
 def test_claims_are_released_when_training_fails(tmp_path, monkeypatch):
@@ -466,8 +461,8 @@ def test_a_sigterm_to_the_sweep_stops_its_workers(experiment, tmp_path, monkeypa
         def terminate(self):
             Worker.terminated = True
 
-    monkeypatch.setattr(sweep.subprocess, "Popen", Worker(None, dead_pid()))
-    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    monkeypatch.setattr(workers.subprocess, "Popen", Worker(None, dead_pid()))
+    monkeypatch.setattr(workers.time, "sleep", lambda s: None)
 
     def killed(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)
@@ -494,7 +489,7 @@ def test_a_sigterm_that_lands_in_a_gc_callback_still_stops_the_sweep(
         def terminate(self):
             pass
 
-    monkeypatch.setattr(sweep.subprocess, "Popen", Worker(None, dead_pid()))
+    monkeypatch.setattr(workers.subprocess, "Popen", Worker(None, dead_pid()))
     wait = time.sleep
 
     def killed(*args, **kwargs):
@@ -508,7 +503,7 @@ def test_a_sigterm_that_lands_in_a_gc_callback_still_stops_the_sweep(
             wait(0.05)
         raise AssertionError("the SIGTERM was lost: the sweep trained on")
 
-    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    monkeypatch.setattr(workers.time, "sleep", lambda s: None)
     monkeypatch.setattr(train, "train_group", killed)
     argv = ["sweep", str(experiment), "--out", str(tmp_path / "out"), "--no-progress"]
     with pytest.raises(SystemExit) as exit_info:
@@ -531,9 +526,9 @@ def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
         assert runs.try_claim(first)  # this test's process: alive
     pid = dead_pid()
     monkeypatch.setattr(
-        sweep.subprocess, "Popen", _Worker(first if holder == "dead-worker" else None, pid)
+        workers.subprocess, "Popen", _Worker(first if holder == "dead-worker" else None, pid)
     )
-    monkeypatch.setattr(sweep.time, "sleep", lambda s: None)
+    monkeypatch.setattr(workers.time, "sleep", lambda s: None)
     monkeypatch.setattr(train, "train_group", fake_train_group([]))
     argv = ["sweep", str(experiment), "--out", str(out), "--no-progress", "--workers", "2"]
 
@@ -563,7 +558,7 @@ def test_a_failed_worker_that_leaves_runs_unfinished_fails_the_sweep(
         runs.release(first)
 
 
-def test_a_sweep_stopped_by_ctrl_c_or_kill_keeps_the_records_of_the_runs_it_finished(
+def test_a_sweep_stopped_by_ctrl_c_or_kill_writes_the_table_of_the_runs_it_finished(
     experiment, tmp_path, monkeypatch, capsys
 ):
     calls = []
@@ -576,11 +571,12 @@ def test_a_sweep_stopped_by_ctrl_c_or_kill_keeps_the_records_of_the_runs_it_fini
         finish(cfgs, run_dirs, **kw)
 
     monkeypatch.setattr(train, "train_group", train_then_stop)
-    out, kept = tmp_path / "out", tmp_path / "kept"
+    out, table = tmp_path / "out", tmp_path / "table"
     with pytest.raises(KeyboardInterrupt):
-        sweep.run_experiment(str(experiment), out, progress=False, keep_records=kept)
+        sweep.run_experiment(str(experiment), out, results_dir=table, progress=False)
     assert calls[-1] == "stopped"
     finished = runs.finished_runs(out)
-    assert len(finished) == 1 and runs.finished_runs(kept) == [kept / finished[0].relative_to(out)]
-    assert "Kept the records of 1 finished runs" in capsys.readouterr().out
+    assert len(finished) == 1
+    assert set(results.load(table)["run"]) == {"/".join(finished[0].parts[-3:])}
+    assert "Wrote the table of 1 finished runs" in capsys.readouterr().out
     assert not list(out.rglob(runs.LOCK)), "the stopped group's claims must be released"

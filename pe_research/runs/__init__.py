@@ -4,9 +4,8 @@
     provenance.py  which code and machine produced a run
     directory.py   a run directory's files and lifecycle: prepare, DONE, FAILED, config.json
     claims.py      one process trains a run at a time (LOCK)
-    rows.py        tidy rows of finished runs, results.csv
+    rows.py        tidy rows of finished runs (pe_research.results makes the tables)
     events.py      the TensorBoard view of a run: its event file, rebuilt from the JSONL rows
-    frame.py       every run under a folder as a pandas DataFrame (pe_research.results.load)
 
 The names below are the public API of run storage (`from pe_research import runs`).
 """
@@ -21,10 +20,8 @@ from pe_research.runs.directory import (
     FIT,
     LOCK,
     METRICS,
-    RECORDS,
     check_same_config,
     clear_failure,
-    copy_records,
     failure,
     find_runs,
     finished_at,
@@ -48,10 +45,8 @@ from pe_research.runs.events import (
     write_events,
 )
 from pe_research.runs.files import WriteError, read_jsonl, write_atomic, write_error, write_jsonl
-from pe_research.runs.frame import FRAME_COLUMNS, full_config, load_frame
 from pe_research.runs.provenance import code_version, source_revision, versions
 from pe_research.runs.rows import (
-    CSV_COLUMNS,
     GENERALIZATION_MULTIPLES,
     UNFIT,
     eval_rows,
@@ -63,21 +58,16 @@ from pe_research.runs.rows import (
     is_unfit_series,
     mark_unfit,
     series_order,
-    trained_past_fit,
-    write_csv,
 )
 
 __all__ = [
-    "CHECKPOINTS", "CONFIG", "CSV_COLUMNS", "DONE", "EVAL", "FAILED", "GENERALIZATION_MULTIPLES",
-    "FIT", "LOCK", "METRICS", "RECORDS", "UNFIT", "fit_verdict", "first_fit_step",
-    "is_unfit_series", "mark_unfit", "series_order", "trained_past_fit", "in_distribution_length",
-    "is_failed_row",
-    "WriteError", "check_same_config", "claim_holder", "clear_failure", "code_version",
-    "copy_records", "finished_at",
-    "eval_rows", "failed_rows", "failure", "find_runs", "holder_pid", "is_claimed", "is_done",
-    "is_failed", "is_finished",
-    "load_config", "mark_done", "mark_failed", "prepare", "read_jsonl", "read_versions",
-    "release", "run_id", "source_revision", "try_claim", "versions", "write_atomic", "write_csv",
-    "write_error", "write_jsonl", "EventLog", "event_files", "open_events", "write_all_events",
-    "write_events", "FRAME_COLUMNS", "finished_runs", "flat_config", "full_config", "load_frame",
+    "CHECKPOINTS", "CONFIG", "DONE", "EVAL", "FAILED", "FIT", "GENERALIZATION_MULTIPLES", "LOCK",
+    "METRICS", "UNFIT", "EventLog", "WriteError", "check_same_config", "claim_holder",
+    "clear_failure", "code_version", "eval_rows", "event_files", "failed_rows", "failure",
+    "find_runs", "finished_at", "finished_runs", "first_fit_step", "fit_verdict", "flat_config",
+    "holder_pid", "in_distribution_length", "is_claimed", "is_done", "is_failed",
+    "is_failed_row", "is_finished", "is_unfit_series", "load_config", "mark_done", "mark_failed",
+    "mark_unfit", "open_events", "prepare", "read_jsonl", "read_versions", "release", "run_id",
+    "series_order", "source_revision", "try_claim", "versions", "write_all_events",
+    "write_atomic", "write_error", "write_events", "write_jsonl",
 ]  # fmt: skip

@@ -6,7 +6,7 @@ RUN_DIR/fit.jsonl      one JSON object per fit check (train.stop_when_fit): step
 RUN_DIR/eval.jsonl     one JSON object per evaluation length
 RUN_DIR/checkpoints/   orbax checkpoints (pe_research.training.checkpoints)
 RUN_DIR/DONE           written last: a run without it is unfinished and is never read as done;
-                       it holds the UTC time the run finished (empty in runs made before)
+                       it holds the UTC time the run finished
 RUN_DIR/FAILED         instead of DONE, for a run that stopped for good (a diverged loss):
                        JSON with the step, the reason and the time (see `mark_failed`)
 RUN_DIR/LOCK           while a process trains the run: its host and PID (runs.claims)
@@ -31,8 +31,6 @@ from pe_research.runs.provenance import versions
 CONFIG, METRICS, EVAL, DONE = "config.json", "metrics.jsonl", "eval.jsonl", "DONE"
 FAILED, LOCK, FIT = "FAILED", "LOCK", "fit.jsonl"
 CHECKPOINTS = "checkpoints"  # orbax, see pe_research.training.checkpoints
-RECORDS = (CONFIG, METRICS, FIT, EVAL, DONE, FAILED)
-"""A run's record: what tables, plots and the report read (no checkpoints, no event file)."""
 
 
 def is_done(run_dir: Path) -> bool:
@@ -119,48 +117,16 @@ def mark_done(run_dir: Path) -> None:
 
 
 def finished_at(run_dir: Path) -> datetime.datetime | None:
-    """When a finished run finished (UTC): the time its DONE file holds, else (a DONE written
-    empty, before it held one) the file's modification time; None for a run without DONE."""
-    path = Path(run_dir) / DONE
+    """When a finished run finished (UTC, the time its DONE holds); None for a run without DONE
+    or one whose DONE holds no time."""
     try:
-        text = path.read_text().strip()
-        stamp = path.stat().st_mtime
+        text = (Path(run_dir) / DONE).read_text().strip()
     except FileNotFoundError:
         return None
     try:
         return datetime.datetime.fromisoformat(text).astimezone(datetime.UTC)
     except ValueError:
-        return datetime.datetime.fromtimestamp(stamp, datetime.UTC)
-
-
-def copy_records(run_dirs: Iterable[Path], src: Path, dst: Path) -> list[Path]:
-    """Copy the record (RECORDS) of each finished run in `run_dirs`, all at or below `src`, to
-    the same place below `dst`, and return the copies' directories. The copy is a finished run
-    that tables, plots and the report read like the original (no checkpoints: it cannot resume
-    or be trained further), small enough to commit beside the page it backs. Its DONE holds the
-    original's finish time, which a checkout would otherwise lose with the file's mtime. Files
-    are written whole (a crash leaves the old copy or the new one); copying a folder onto itself
-    does nothing."""
-    src, dst = Path(src).resolve(), Path(dst).resolve()
-    out = []
-    for run_dir in map(Path, run_dirs):
-        run_dir = run_dir.resolve()
-        if not is_finished(run_dir):
-            raise ValueError(f"{run_dir} has no {DONE} or {FAILED} file: it is not finished.")
-        if not run_dir.is_relative_to(src):
-            raise ValueError(f"{run_dir} is not below {src}: give the folder that holds it.")
-        target = dst / run_dir.relative_to(src)
-        out.append(target)
-        if target == run_dir:
-            continue
-        target.mkdir(parents=True, exist_ok=True)
-        for name in RECORDS:
-            if name == DONE and is_done(run_dir):
-                when = finished_at(run_dir)
-                write_atomic(target / DONE, when.isoformat(timespec="seconds") + "\n")
-            elif (run_dir / name).exists():
-                write_atomic(target / name, (run_dir / name).read_text())
-    return out
+        return None
 
 
 def _safe(label: str) -> str:

@@ -1,9 +1,8 @@
-"""Tidy rows of finished runs (one per run x evaluation length), and results.csv."""
+"""Tidy rows of finished runs (one per run x evaluation length), read from their directories;
+pe_research.results makes the tables from them."""
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,20 +10,8 @@ from typing import Any
 from pe_research.config import RunConfig, series_label, task_label
 from pe_research.metrics import METRICS
 from pe_research.runs.directory import EVAL, FIT, failure, load_config, read_versions
-from pe_research.runs.files import read_jsonl, write_atomic
+from pe_research.runs.files import read_jsonl
 from pe_research.runs.provenance import code_version
-
-CSV_COLUMNS = (
-    "task", "encoding", "seed", "train_length", "length",
-    *METRICS, "fit", "fit_step", "failed_step", "code", "data", "run",
-)  # fmt: skip
-"""Columns of results.csv: the run's labels, every metric of `metrics.METRICS`, and more. `fit`:
-whether the run learned its task (exact match at the training length >= train.fit_threshold;
-empty for tasks without exact match, such as byte_lm); `fit_step`: the first fit check that
-found it fit (runs trained with train.stop_when_fit; empty otherwise). A failed run has one row
-per evaluation length with empty metrics and its `failed_step`; `code` is the run's
-`code_version`; `bits_per_byte` is set for byte-level text (byte_lm) only; `data` is what
-evaluation scored (a built set, a corpus split, or samples)."""
 
 
 def _labels(run_dir: Path, cfg: RunConfig) -> dict[str, Any]:
@@ -61,33 +48,20 @@ def _first_fit(checks: list[dict[str, Any]], cfg: RunConfig) -> int | None:
     )
 
 
-def _past_fit(checks: list[dict[str, Any]], cfg: RunConfig, up_to: int | None) -> bool:
-    first = _first_fit(checks, cfg)
-    last = up_to if up_to is not None else float("inf")
-    return first is not None and any(first < r["step"] <= last for r in checks)
-
-
 def first_fit_step(run_dir: Path, cfg: RunConfig) -> int | None:
     """The step of the first fit check (fit.jsonl, written under train.stop_when_fit) whose
     exact match reached the threshold; None if none did or the run was not checked."""
     return _first_fit(_fit_checks(run_dir), cfg)
 
 
-def trained_past_fit(run_dir: Path, cfg: RunConfig, up_to: int | None = None) -> bool:
-    """Whether the run has fit checks after its first fit (up to step `up_to`): it trained on
-    past its fit, as packed seeds did until all were fit before 2026-12-05, so its numbers are
-    of a later step than its fit. A run of the current code stops checking at its fit."""
-    return _past_fit(_fit_checks(run_dir), cfg, up_to)
-
-
 def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
     """Tidy rows: one per run x evaluation length, labelled with the run's task, encoding and
-    code version, and its fit verdict (`fit`, `fit_step`, `fit_exact_match`, `trained_past_fit`)."""
+    code version, and its fit verdict (`fit`, `fit_step`, `fit_exact_match`)."""
     for run_dir in run_dirs:
         cfg = load_config(run_dir)
         rows = read_jsonl(Path(run_dir) / EVAL)
         fit = fit_verdict(cfg, rows)
-        checks = _fit_checks(run_dir)  # read once for both fit labels
+        checks = _fit_checks(run_dir)
         labels = {
             **_labels(run_dir, cfg),
             "fit": fit,
@@ -96,7 +70,6 @@ def eval_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
             if fit is None
             else next(r["exact_match"] for r in rows if r.get("length") == cfg.fit_length),
             "fit_checked": cfg.train.stop_when_fit,
-            "trained_past_fit": _past_fit(checks, cfg, None),
             "fit_threshold": cfg.train.fit_threshold,
             "steps_cap": cfg.train.steps,
         }
@@ -123,15 +96,6 @@ def failed_rows(run_dirs: Iterable[Path]) -> Iterator[dict[str, Any]]:
                 "failed_step": record["step"],
                 "failure": record["reason"],
             }
-
-
-def write_csv(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    """A tidy CSV (CSV_COLUMNS, one row per run x evaluation length) that pandas reads as is."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_atomic(Path(path), buf.getvalue())
 
 
 def is_failed_row(row: dict[str, Any]) -> bool:

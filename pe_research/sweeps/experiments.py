@@ -1,24 +1,28 @@
-"""Experiment files: one study per file in ./experiments/, a `runs(scale=...)` function returning
-run configs; the presets its scales share.
+"""Experiments: one study per module, a `runs(scale=...)` function returning run configs; the
+presets their scales share.
 
-An experiment file's docstring gives the exact command, the runtime and the result of a real
-run. `SCALES` maps a scale name (`cpu`, the default, `gpu`, and `paper` for a reproduction at
-the paper's size) to its preset; experiments that study length generalization at the standard
-size use `STANDARD_SCALES`. An experiment that reproduces a paper defines `PROTOCOL`
-(sweeps.protocol.Protocol: the paper's protocol beside ours, every difference with its reason;
-its text is in the docstring) and may define `paper_vs_here(rows) -> str`: a markdown section
-setting the paper's numbers beside the sweep's (see `summary.published_table`), printed by the
-sweep and written to its summary.md after the protocol table. Any experiment may define
-`sections(rows) -> str`, markdown sections of its own printed by the sweep and written at the end
-of summary.md, and `figures(rows) -> dict[str, Figure]`, figures written next to the sweep's as
-<stem>.png and .pdf (experiments/leaderboard.py does both).
+The project's experiments live in the top-level experiments/ folder, installed as the package
+`pe_research.experiments`, so that `pe-research sweep NAME` finds them from any folder; a
+user's own file runs by path, or by name from ./experiments/. An experiment's docstring says
+what it asks, the command, its cost and where its page is.
+
+`SCALES` maps a scale name (`cpu`, the default, `gpu`, and `paper` for a reproduction at the
+paper's size) to its preset; experiments at the standard size use `STANDARD_SCALES`. An
+experiment that reproduces a paper defines `PROTOCOL` (sweeps.protocol.Protocol: the paper's
+protocol beside ours, every difference with its reason) and may define `paper_vs_here(rows) ->
+str` (the paper's numbers beside the sweep's, see `summary.published_table`) and `headline(rows)`
+(the paper's figure beside ours, for docs/reproductions.md). Any experiment may define
+`sections(rows) -> str` (markdown at the end of its page) and `figures(rows) -> dict[str,
+Figure]` (figures beside its page; experiments/leaderboard.py does both).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import inspect
+import pkgutil
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -79,33 +83,71 @@ evaluation as published), where an experiment has one; its docstring's protocol 
 still differs."""
 
 
-def with_paper_scale(folder: Path = Path("experiments")) -> list[str]:
-    """The experiments in `folder` that define a `paper` scale."""
-    names = []
-    for path in sorted(folder.glob("*.py")):
-        if path.stem != "__init__" and PAPER in getattr(load_experiment(str(path)), "SCALES", {}):
-            names.append(path.stem)
-    return names
+def names() -> list[str]:
+    """Every experiment by name: the packaged ones (pe_research.experiments), then the files of
+    ./experiments/ that are not packaged (a user's own)."""
+    package = importlib.import_module("pe_research.experiments")  # the layer above this one
+    found = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
+    local = [p.stem for p in sorted(LOCAL.glob("*.py")) if not p.stem.startswith("_")]
+    named = [n for n in found + [n for n in local if n not in found] if _is_experiment(n)]
+    return sorted(named)
+
+
+def _is_experiment(name: str) -> bool:
+    try:
+        return callable(getattr(load_experiment(name), "runs", None))
+    except ValueError:  # a module beside the experiments that is not one (paper data, ...)
+        return False
+
+
+def with_paper_scale() -> list[str]:
+    """The experiments that define a `paper` scale."""
+    return [n for n in names() if PAPER in getattr(load_experiment(n), "SCALES", {})]
+
+
+LOCAL = Path("experiments")
+"""Where a user's own experiment files are found by name (from the current folder)."""
 
 
 def load_experiment(name_or_path: str) -> ModuleType:
-    """An experiment module, by path (`experiments/default.py`) or by name (`default`),
-    looked up in ./experiments/."""
+    """An experiment module, by path (`my_study.py`, `experiments/default.py`) or by name
+    (`default`): a packaged experiment (pe_research.experiments.NAME), else ./experiments/NAME.py.
+    """
     path = Path(name_or_path)
-    if path.suffix != ".py":
-        path = Path("experiments") / f"{name_or_path}.py"
-    if not path.exists():
-        known = sorted(p.stem for p in Path("experiments").glob("*.py") if p.stem != "__init__")
+    if path.suffix == ".py" or len(path.parts) > 1:
+        return _from_file(path)
+    if importlib.util.find_spec(f"pe_research.experiments.{name_or_path}") is not None:
+        module = importlib.import_module(f"pe_research.experiments.{name_or_path}")
+    elif (LOCAL / f"{name_or_path}.py").exists():
+        return _from_file(LOCAL / f"{name_or_path}.py")
+    else:
         raise FileNotFoundError(
-            f"No experiment file {path}. Known experiments in ./experiments: "
-            f"{', '.join(known) or 'none (run from the repository root)'}."
+            f"No experiment {name_or_path!r}. Known experiments: {', '.join(names())} (packaged, "
+            f"and files in ./{LOCAL}/); or give the path of your own file (my_study.py)."
+        )
+    return _checked(module, name_or_path)
+
+
+def _from_file(path: Path) -> ModuleType:
+    if not path.exists():
+        raise FileNotFoundError(
+            f"No experiment file {path}. Known experiments by name: {', '.join(names())}."
         )
     spec = importlib.util.spec_from_file_location(f"pe_experiment_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return _checked(module, str(path))
+
+
+def _checked(module: ModuleType, where: str) -> ModuleType:
     if not callable(getattr(module, "runs", None)):
-        raise ValueError(f"{path} must define runs() -> list[RunConfig].")
+        raise ValueError(f"{where} must define runs() -> list[RunConfig]: it is not an experiment.")
     return module
+
+
+def name_of(module: ModuleType) -> str:
+    """The experiment's name: its module's (default) or its file's stem (my_study)."""
+    return Path(module.__file__).stem
 
 
 def experiment_runs(

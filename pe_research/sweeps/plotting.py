@@ -24,14 +24,14 @@ from pe_research.runs.rows import is_failed_row
 Table = dict[str, dict[str, dict[int, list[float]]]]
 
 
-def without_failed(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def without_failed(rows: Iterable[dict[str, Any]], warn: bool = True) -> list[dict[str, Any]]:
     """The rows of runs that finished; failed runs (see summary.failed_runs) have no numbers to
-    draw, so they are left out with a warning naming them."""
+    draw, so they are left out, with a warning naming them if `warn`."""
     rows = list(rows)
     failed = sorted(
         {f"{r['task']} / {r['encoding']} seed {r['seed']}" for r in rows if is_failed_row(r)}
     )
-    if failed:
+    if failed and warn:
         warnings.warn(
             f"the plots leave out {len(failed)} failed run(s), which have no numbers: "
             f"{'; '.join(failed)} (summary.md lists them with the step and reason).",
@@ -306,8 +306,9 @@ def headline_figure(panels: dict[str, list[Series]], xlabel: str = "evaluation l
 
 
 def save(fig: Figure, path) -> None:
-    """Save a figure (format from the suffix: .png, .pdf, .svg)."""
-    fig.savefig(path, dpi=130)
+    """Save a figure (format from the suffix: .png, .pdf, .svg), without the matplotlib version
+    in its metadata, so that the same figure drawn by another version gives the same file."""
+    fig.savefig(path, dpi=130, metadata={"Software": None} if str(path).endswith(".png") else {})
 
 
 def plot_runs(
@@ -325,29 +326,33 @@ def plot_runs(
     return rows
 
 
+def figures(rows: Iterable[dict[str, Any]]) -> dict[str, Figure]:
+    """Every kind of figure for every metric all rows carry, by file stem (<kind>_<metric>), and
+    steps_to_fit where runs were trained until fit. Failed runs are left out."""
+    rows = without_failed(rows, warn=False)
+    out = {}
+    if not rows:
+        return out
+    for kind, figure in FIGURES.items():
+        for metric in metrics.plotted():
+            if all(row.get(metric) is not None for row in rows):
+                out[f"{FIGURE_STEMS[kind]}_{metric}"] = figure(rows, metric)
+    if any(row.get("fit_checked") for row in rows):
+        out["steps_to_fit"] = steps_to_fit_figure(rows)
+    return out
+
+
 def write_figures(
     rows: Iterable[dict[str, Any]], out_dir: Path | str, formats: Iterable[str] = ("png", "pdf")
 ) -> list[Path]:
-    """Every kind of figure for every metric the rows carry, in each format:
-    OUT_DIR/<kind>_<metric>.<format>. Failed runs are left out, with a warning; none are
-    written if every run failed."""
+    """`figures(rows)`, each in each format: OUT_DIR/<stem>.<format>. Failed runs are left out,
+    with a warning; none are written if every run failed."""
     rows = without_failed(rows)
-    if not rows:
-        return []
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for kind, figure in FIGURES.items():
-        for metric in metrics.plotted():
-            if not all(metric in row for row in rows):
-                continue
-            fig = figure(rows, metric)
-            for fmt in formats:
-                paths.append(out_dir / f"{FIGURE_STEMS[kind]}_{metric}.{fmt}")
-                fig.savefig(paths[-1], dpi=130)
-    if any(row.get("fit_checked") for row in rows):
-        fig = steps_to_fit_figure(rows)
+    for stem, fig in figures(rows).items():
+        out_dir.mkdir(parents=True, exist_ok=True)
         for fmt in formats:
-            paths.append(out_dir / f"steps_to_fit.{fmt}")
-            fig.savefig(paths[-1], dpi=130)
+            paths.append(out_dir / f"{stem}.{fmt}")
+            save(fig, paths[-1])
     return paths

@@ -1,291 +1,216 @@
-"""The reproduction report: one markdown page that sets, for each paper an experiment reproduces,
-its headline figure beside ours on the same axes, the protocol table, fit counts, seeds, the
-scale run, and a one-line verdict naming the differences that remain, with when, from which
-code and on which machine the runs were made.
+"""`pe-research report`: every generated page, from the committed results tables alone.
 
-    pe-research report RUNS_ROOT --out docs/
+    pe-research report [--results docs/results] [--docs docs] [--readme README.md] [--check]
 
-Every number comes from the run directories under RUNS_ROOT (the sweep folders
-`RUNS_ROOT/<experiment>` and `RUNS_ROOT/<experiment>-<scale>`, as `pe-research sweep` names
-them) through the experiment's own `paper_vs_here` and `headline` (its x axis is the evaluation
-length unless the experiment names another in `HEADLINE_XLABEL`); the paper's numbers are the
-experiment's cited data. Nothing is typed into the page. A sweep the page showed before whose
-runs are gone from RUNS_ROOT keeps its section, marked as kept, with its own provenance.
-`--keep-records` copies the records of the runs read (no checkpoints) beside the page, so that
-the page and its runs can be committed together and the page written again from them.
+For every folder under RESULTS that holds a results table (results.parquet): its summary.md and
+figures. Then DOCS/reproductions.md, with one section for each paper an experiment reproduces
+(its headline figure beside ours, the comparison, a verdict and the protocol table), and the
+results block of the README, between its two markers. `--check` writes nothing and names each
+page that differs from what the tables give, with its first differing line (figures are drawn
+but not compared: fonts differ between machines).
 """
 
 from __future__ import annotations
 
-import datetime
-import platform
-import re
-from collections.abc import Iterator, Sequence
+import difflib
+import os
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
-from pe_research import runs
-from pe_research.runs import provenance
-from pe_research.sweeps import experiments, plotting, summary, sweep
+from matplotlib.figure import Figure
 
-PAGE = "reproductions.md"
-FIGURES = "reproductions"
-RECORDS = "runs"  # OUT/FIGURES/RECORDS/<sweep folder>: the records behind the page (keep_records)
-KEPT = (
-    "Kept from the page written before: no finished runs of this sweep are under `{root}` now. "
-    "Its numbers, figure and provenance are as they were then."
-)
-_KEPT_MARK = KEPT.split(":")[0]  # what a kept section's first line starts with
-_WHERE = re.compile(r"^`experiments/([\w-]+)\.py`, `([\w-]+)` scale", re.MULTILINE)
+from pe_research import results, runs
+from pe_research.sweeps import leaderboard, pages, plotting, summary
+from pe_research.sweeps.pages import Sweep
+
+REPRODUCTIONS = "reproductions.md"
+FIGURES = "reproductions"  # DOCS/FIGURES/<experiment>-<scale>.png: the headline figures
+README_BEGIN = "<!-- results: begin -->"
+README_END = "<!-- results: end -->"
+MAIN_JOB = "default"
+LEADERBOARD = "leaderboard"
 
 
-def reproductions(folder: Path = Path("experiments")) -> list[tuple[str, ModuleType]]:
-    """(name, module) of every experiment in `folder` that reproduces a paper (has PROTOCOL)."""
-    out = []
-    for path in sorted(folder.glob("*.py")):
-        module = experiments.load_experiment(str(path))
-        if getattr(module, "PROTOCOL", None) is not None:
-            out.append((path.stem, module))
-    return out
+def read_sweeps(root: Path) -> list[Sweep]:
+    """Every sweep whose table is in a folder of `root`, by folder name."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f"{root} is not a folder of results tables: give the folder whose subfolders hold "
+            "results.parquet (docs/results in the repository)."
+        )
+    folders = sorted(p.parent for p in root.glob(f"*/{results.RESULTS}"))
+    if not folders:
+        raise ValueError(
+            f"No results tables under {root}: a sweep writes one with `pe-research sweep "
+            f"EXPERIMENT --results {root}/EXPERIMENT`."
+        )
+    return [pages.read_sweep(folder) for folder in folders]
 
 
-def scales(module: ModuleType) -> list[str]:
-    """The experiment's scales, in its order (`cpu` alone where it defines none)."""
-    return list(getattr(module, "SCALES", {"cpu": None}))
+def _reproductions(sweeps: list[Sweep]) -> list[Sweep]:
+    return [s for s in sweeps if getattr(s.module, "PROTOCOL", None) is not None]
 
 
-def sweeps(root: Path, name: str, module: ModuleType) -> Iterator[tuple[str, Path]]:
-    """(scale, folder) of each sweep of the experiment found under `root`."""
-    for scale in scales(module):
-        names = [name, f"{name}-cpu"] if scale == "cpu" else [f"{name}-{scale}"]
-        for folder in (root / n for n in names):
-            if folder.is_dir():
-                yield scale, folder
-
-
-def current_runs(module: ModuleType, scale: str, folder: Path) -> tuple[list[Path], int]:
-    """The finished run directories under `folder` of the configurations the experiment defines
-    at `scale` now, and how many other finished runs the folder holds (configurations it no
-    longer defines: an older protocol's runs, kept on disk)."""
-    wanted = {sweep.run_dir_for(folder, cfg).resolve() for cfg in module.runs(scale)}
-    finished = runs.finished_runs(folder)
-    ours = [d for d in finished if d.resolve() in wanted]
-    return ours, len(finished) - len(ours)
-
-
-def provenance_lines(dirs: list[Path], rows: list[dict[str, Any]]) -> list[str]:
-    """When the runs finished, from which code, on which machines."""
-    days = sorted(when.date() for when in map(runs.finished_at, dirs) if when is not None)
-    machines = sorted(
-        {f"{v.get('platform', '?')} ({v.get('device', '?')})"
-         for v in (runs.read_versions(d) for d in dirs)}
-    )  # fmt: skip
-    codes = sorted({r.get("code", "unknown") for r in rows})
-    seeds = sorted({r["seed"] for r in rows})
-    fit, judged = summary.fit_count(rows)
-    when = f"{days[0]} to {days[-1]}" if days else "unknown"
-    return [
-        f"- Runs: {len({r['run'] for r in rows})} ({fit} of {judged} with a fit verdict fit), "
-        f"seeds {', '.join(map(str, seeds))}; finished {when} (UTC).",
-        f"- Code: {'; '.join(codes)}.",
-        f"- Machine: {', '.join(machines)}.",
-    ]
-
-
-_VERDICT = re.compile(r"^Verdict: at the `[\w-]+` scale (\d+) of (\d+) runs fit;.*$", re.MULTILINE)
-_TABLE = "\nProtocol of "
-
-
-def verdict(module: ModuleType, scale: str, rows: list[dict[str, Any]]) -> str:
+def verdict(sweep: Sweep) -> str:
     """One line: fit counts and the protocol's remaining differences at this scale."""
-    return _verdict(module, scale, *summary.fit_count(rows))
-
-
-def _verdict(module: ModuleType, scale: str, fit: int, judged: int) -> str:
-    differences = [f"{r.aspect} / {r.item}" for r in module.PROTOCOL.differences(scale)]
+    fit, judged = summary.fit_count(sweep.rows)
+    rows = sweep.module.PROTOCOL.differences(sweep.scale)
+    differences = ", ".join(f"{r.aspect} / {r.item}" for r in rows) or "nothing"
     return (
-        f"Verdict: at the `{scale}` scale {fit} of {judged} runs fit; the numbers above differ "
-        f"from the paper's protocol in: {', '.join(differences) or 'nothing'} (table below)."
+        f"Verdict: at the `{sweep.scale}` scale {fit} of {judged} runs fit; the numbers above "
+        f"differ from the paper's protocol in: {differences} (table below)."
     )
 
 
-def section(
-    name: str, module: ModuleType, scale: str, folder: Path, figures: Path
-) -> tuple[str, list[Path], list[Path]]:
-    """The markdown of one sweep, the figure it wrote, and the run directories it read: only the
-    runs of the configurations the experiment defines now (others under `folder` are counted,
-    not shown)."""
-    dirs, others = current_runs(module, scale, folder)
-    rows = summary.finished_rows(dirs)
-    if not rows:
-        return "", [], []
-    protocol = module.PROTOCOL
-    lines = [f"## {protocol.paper}", "", f"`experiments/{name}.py`, `{scale}` scale, runs in "
-             f"`{folder}`.", "", *provenance_lines(dirs, rows)]  # fmt: skip
-    if len(dirs) < (defined := len(module.runs(scale))):
-        lines.append(
-            f"- Partial: {len(dirs)} of the {defined} runs `experiments/{name}.py` defines at this "
-            f"scale have finished; the others are not in these tables (`pe-research sweep {name}"
-            f"{'' if scale == 'cpu' else f' --scale {scale}'}` runs them)."
+def reproductions_page(sweeps: list[Sweep], docs: Path) -> tuple[str, dict[str, Figure]]:
+    """DOCS/reproductions.md and its headline figures (by file name under DOCS/reproductions)."""
+    lines = [
+        pages.GENERATED,
+        "",
+        "# Reproductions",
+        "",
+        "Each section: the paper's headline figure beside ours (paper dashed, here solid), the "
+        "comparison, a one-line verdict, and the protocol table (paper vs here, every "
+        "difference with its reason). Every number comes from the results table linked.",
+        "",
+    ]
+    figures: dict[str, Figure] = {}
+    for sweep in _reproductions(sweeps):
+        module, rows = sweep.module, sweep.rows
+        table = _relative(sweep.folder / pages.PAGE, docs)
+        lines += [f"## {module.PROTOCOL.paper}", ""]
+        lines += [f"`{sweep.experiment}`, `{sweep.scale}` scale: [its page]({table}).", ""]
+        lines += [*pages.provenance(sweep), ""]
+        if hasattr(module, "headline"):
+            panels = {t: s for t, s in module.headline(rows).items() if s}
+            if panels:
+                name = f"{sweep.experiment}-{sweep.scale}.png"
+                xlabel = getattr(module, "HEADLINE_XLABEL", "evaluation length")
+                figures[name] = plotting.headline_figure(panels, xlabel)
+                alt = f"{sweep.experiment}, paper (dashed) vs here (solid)"
+                lines += [f"![{alt}]({FIGURES}/{name})", ""]
+        if hasattr(module, "paper_vs_here"):
+            lines += [module.paper_vs_here(rows), ""]
+        lines += [verdict(sweep), "", module.PROTOCOL.markdown(ran=sweep.scale), ""]
+    return "\n".join(lines).rstrip("\n") + "\n", figures
+
+
+def _relative(path: Path, start: Path) -> str:
+    """`path` relative to the folder `start`, with forward slashes (a link in markdown)."""
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+# -- the README's block -----------------------------------------------------------------------
+
+
+def readme_block(sweeps: list[Sweep], readme_dir: Path) -> str:
+    """The README's results block: the main job's figure and table, the leaderboard's best
+    encoding per task, and one line per reproduction, each linking to its page."""
+    by_name = {(s.experiment, s.scale): s for s in sweeps}
+    lines = [README_BEGIN, pages.GENERATED]
+    if (main := by_name.get((MAIN_JOB, "cpu"))) is not None:
+        page = _relative(main.folder / pages.PAGE, readme_dir)
+        figure = main.folder / f"extrapolation_{main.metric}.png"
+        lines += ["", "### The main job", ""]
+        if figure.exists():
+            lines += [f"![{main.metric} by evaluation length]({_relative(figure, readme_dir)})", ""]
+        lines += [summary.glance_table(main.rows, main.metric), ""]
+        lines += [*_short_provenance(main), f"Tables: [{page}]({page}).", ""]
+    if (board := by_name.get((LEADERBOARD, "cpu"))) is not None:
+        page = _relative(board.folder / pages.PAGE, readme_dir)
+        lines += ["", "### Every encoding on every task", ""]
+        lines += [leaderboard.best_per_task(board.rows), ""]
+        lines += [*_short_provenance(board), f"The whole table: [{page}]({page}).", ""]
+    if reproduced := _reproductions(sweeps):
+        page = _relative(Path(reproduced[0].folder).parents[1] / REPRODUCTIONS, readme_dir)
+        lines += ["", "### Published results beside ours", ""]
+        body = []
+        for s in reproduced:
+            fit, judged = summary.fit_count(s.rows)
+            table = _relative(s.folder / pages.PAGE, readme_dir)
+            body.append([s.module.PROTOCOL.paper, f"[`{s.experiment}`]({table})", s.scale,
+                         f"{fit} of {judged}"])  # fmt: skip
+        header = ["paper", "experiment", "scale", "runs fit"]
+        lines += [*summary.markdown_table(header, body), ""]
+        lines += [f"Each paper's figure beside ours, and the protocol: [{page}]({page}).", ""]
+    return "\n".join([*lines, README_END])
+
+
+def _short_provenance(sweep: Sweep) -> list[str]:
+    per_run = sweep.tables.results.drop_duplicates("run")
+    fit, judged = summary.fit_count(sweep.rows)
+    days = sorted(str(d)[:10] for d in per_run["finished"].dropna())
+    codes = results.code_versions(sweep.tables.results)
+    code = codes[0] if len(codes) == 1 else f"{len(codes)} code versions"
+    return [f"{fit} of {judged} runs fit; {code}; finished {days[0]} to {days[-1]}."]
+
+
+def with_block(text: str, block: str, where: Path) -> str:
+    """`text` with the part between the README markers (inclusive) replaced by `block`."""
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(
+            f"{where} has no results block: put the lines {README_BEGIN} and {README_END} where "
+            "`pe-research report` should write it."
         )
-    if others:
-        lines.append(
-            f"- Left out: {others} finished run{'s' * (others != 1)} in `{folder}` of "
-            f"configurations `experiments/{name}.py` no longer defines (an earlier protocol's)."
-        )
-    lines.append("")
-    written = []
-    if hasattr(module, "headline"):
-        panels = {t: s for t, s in module.headline(rows).items() if s}
-        if panels:
-            path = figures / f"{name}-{scale}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            xlabel = getattr(module, "HEADLINE_XLABEL", "evaluation length")
-            fig = plotting.headline_figure(panels, xlabel)
-            fig.savefig(path, dpi=90, bbox_inches="tight")  # a legend wider than one panel
-            written.append(path)
-            lines += [f"![{name}, paper (dashed) vs here (solid)]({figures.name}/{path.name})", ""]
-    if hasattr(module, "paper_vs_here"):
-        lines += [module.paper_vs_here(rows), ""]
-    lines += [verdict(module, scale, rows), "", protocol.markdown(ran=scale), ""]
-    return "\n".join(lines), written, dirs
+    return text[:start] + block + text[end + len(README_END) :]
 
 
-def earlier_sections(page: Path) -> dict[tuple[str, str], str]:
-    """The sections of a page written before, by (experiment, scale); {} if there is none."""
-    if not page.exists():
-        return {}
-    out = {}
-    for chunk in re.split(r"^(?=## )", page.read_text(), flags=re.MULTILINE)[1:]:
-        where = _WHERE.search(chunk)
-        if where:
-            out[(where[1], where[2])] = chunk.rstrip("\n")
-    return out
+# -- writing and checking ---------------------------------------------------------------------
 
 
-def with_current_protocol(text: str, module: ModuleType, scale: str) -> str:
-    """A section written before, its numbers as they were, with the protocol table and the
-    verdict's list of differences as the experiment's code states them now: both are read from
-    code, not from runs, so a protocol's corrected source or reason reaches every section."""
-    head, found, _ = text.partition(_TABLE)
-    if not found:
-        return text
-    head = _VERDICT.sub(lambda m: _verdict(module, scale, int(m[1]), int(m[2])), head)
-    return f"{head.rstrip()}\n\n{module.PROTOCOL.markdown(ran=scale)}"
-
-
-_RUNS = re.compile(r"^- Runs: (\d+) \(", re.MULTILINE)
-
-
-def shows_current_runs(text: str, name: str, module: ModuleType, scale: str, root: Path) -> bool:
-    """Whether an earlier section shows the runs the experiment defines now: it is not kept (its
-    runs are under `root`) and as many of the current configurations' runs have finished in its
-    sweep folder as it counts. A section whose experiment changed since (a new step cap, say)
-    counts runs the code no longer defines: its protocol table must stay the one they ran."""
-    count = _RUNS.search(text)
-    if count is None or _KEPT_MARK in text:
-        return False
-    return any(
-        len(current_runs(module, s, folder)[0]) == int(count[1])
-        for s, folder in sweeps(root, name, module)
-        if s == scale
-    )
-
-
-def _kept(text: str, root: Path) -> str:
-    """An earlier section marked as kept (one mark, after its heading line)."""
-    heading, _, body = text.partition("\n")
-    body = "\n".join(x for x in body.split("\n") if not x.startswith(_KEPT_MARK)).lstrip("\n")
-    return f"{heading}\n\n{KEPT.format(root=root)}\n\n{body}"
+def _texts(
+    sweeps: list[Sweep], docs: Path, readme: Path | None
+) -> tuple[dict[Path, str], dict[Path, Figure]]:
+    """Every page's text and every figure, by the path each is written to."""
+    texts: dict[Path, str] = {}
+    figures: dict[Path, Figure] = {}
+    for sweep in sweeps:
+        drawn = pages.figures(sweep)
+        texts[sweep.folder / pages.PAGE] = pages.sweep_page(sweep, [f"{s}.png" for s in drawn])
+        figures |= {sweep.folder / f"{stem}.png": fig for stem, fig in drawn.items()}
+    if _reproductions(sweeps):
+        page, drawn = reproductions_page(sweeps, docs)
+        texts[docs / REPRODUCTIONS] = page
+        figures |= {docs / FIGURES / name: fig for name, fig in drawn.items()}
+    if readme is not None:
+        current = readme.read_text() if readme.exists() else ""
+        texts[readme] = with_block(current, readme_block(sweeps, readme.parent), readme)
+    return texts, figures
 
 
 def write(
-    root: Path,
-    out: Path,
-    folder: Path = Path("experiments"),
-    only: Sequence[str] = (),
-    keep_records: bool = False,
+    root: Path = Path("docs/results"), docs: Path = Path("docs"), readme: Path | None = None
 ) -> list[Path]:
-    """Write OUT/reproductions.md and its figures (OUT/reproductions/*.png) from the sweeps under
-    `root`; returns the files written. ValueError if no reproduction has finished runs there.
+    """Write every page and figure from the tables under `root`; returns the files written."""
+    texts, figures = _texts(read_sweeps(root), Path(docs), readme)
+    for path, fig in figures.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plotting.save(fig, path)
+    for path, text in texts.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        runs.write_atomic(path, text)
+    return [*texts, *figures]
 
-    A sweep the page showed before whose runs are no longer under `root` (made on another
-    machine, or their folder moved) keeps its section, marked as kept, so that reporting one new
-    sweep does not erase the others; delete the page to start afresh. `only` (experiment names)
-    reports those alone and leaves the numbers of every other section as they were, e.g. while
-    another sweep under `root` is still running; their protocol tables and the differences their
-    verdicts name are rewritten from the experiments' code (`with_current_protocol`) where the
-    code still defines the runs they show (`shows_current_runs`). A kept section (runs made
-    elsewhere), or one whose experiment has changed since, stays as it was written: its runs
-    predate the code.
 
-    `keep_records` also copies the record of every run a section reads (`runs.copy_records`: no
-    checkpoints) to OUT/reproductions/runs/<sweep folder>/, so that the page can be committed
-    with the runs behind it and written again from them (`pe-research report
-    docs/reproductions/runs --out docs`), on a machine where the sweep's folder is gone."""
-    root, out = Path(root), Path(out)
-    figures = out / FIGURES
-    earlier = earlier_sections(out / PAGE)
-    papers = reproductions(folder)
-    known = [n for n, _ in papers]
-    if unknown := sorted(set(only) - set(known)):
-        raise ValueError(
-            f"--only {' '.join(unknown)}: not a reproduction in {folder}/; name one of: "
-            f"{', '.join(known)}."
-        )
-    parts, written, fresh = [], [], False
-    for name, module in papers:
-        if only and name not in only:
-            for s in scales(module):
-                if (name, s) not in earlier:
-                    continue
-                text = earlier[(name, s)]
-                current = shows_current_runs(text, name, module, s, root)
-                parts.append(with_current_protocol(text, module, s) if current else text)
-            continue
-        found = {}
-        for scale, sweep_folder in sweeps(root, name, module):
-            text, paths, dirs = section(name, module, scale, sweep_folder, figures)
-            if text:
-                found.setdefault(scale, []).append(text)
-                written += paths
-                if keep_records:
-                    records = figures / RECORDS / sweep_folder.name
-                    runs.copy_records(dirs, sweep_folder, records)
-                    written.append(records)
-        for scale in scales(module):
-            if scale in found:
-                parts += found[scale]
-                fresh = True
-            elif (name, scale) in earlier:
-                parts.append(_kept(earlier[(name, scale)], root))
-    if not fresh:
-        raise ValueError(
-            f"No finished runs of {'/'.join(only) or 'a reproduction'} under {root}: run one "
-            f"first (pe-research sweep EXPERIMENT; reproductions: {', '.join(known)}), or point "
-            "RUNS_ROOT at the folder holding their sweep folders (runs/ by default)."
-        )
-    revision = provenance.source_revision()
-    commit = revision.get("git_commit") or "unknown"
-    head = [
-        "# Reproductions",
-        "",
-        f"Written by `pe-research report {root} --out {out}"
-        + (f" --only {' '.join(only)}" if only else "")
-        + (" --keep-records" if keep_records else "")
-        + "` on "
-        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC at commit {commit[:12]}"
-        + (" (with uncommitted changes)" if revision.get("git_dirty") else "")
-        + f", on {platform.machine()} ({platform.system()}). Each section: the paper's headline "
-        "figure beside ours (paper dashed, here solid), the comparison, a one-line verdict, and "
-        "the protocol table (paper vs here, every difference with its reason).",
-        "",
-    ]
-    out.mkdir(parents=True, exist_ok=True)
-    page = out / PAGE
-    # Sections read back from the page lost their trailing blank lines: one between each.
-    runs.write_atomic(
-        page, "\n".join(head) + "\n" + "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
-    )
-    return [page, *written]
+def check(
+    root: Path = Path("docs/results"), docs: Path = Path("docs"), readme: Path | None = None
+) -> list[str]:
+    """One message per page that differs from what the tables under `root` give (missing, or
+    its first differing line); [] when every page is as generated."""
+    texts, _ = _texts(read_sweeps(root), Path(docs), readme)
+    return [m for path, text in texts.items() if (m := difference(path, text))]
+
+
+def difference(path: Path, want: str) -> str:
+    """'' if `path` holds `want`, else what differs first."""
+    if not path.exists():
+        return f"{path}: missing (run `pe-research report` to write it)."
+    have = path.read_text()
+    if have == want:
+        return ""
+    for i, (a, b) in enumerate(zip(have.splitlines(), want.splitlines(), strict=False), 1):
+        if a != b:
+            return f"{path}:{i}: is {a!r}, the tables give {b!r}."
+    diff = list(difflib.unified_diff(have.splitlines(), want.splitlines(), lineterm="", n=0))
+    return f"{path}: differs in length from what the tables give: {' '.join(diff[2:4])}"

@@ -13,11 +13,12 @@ from __future__ import annotations
 import itertools
 import os
 import statistics
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from pe_research import metrics, runs
 from pe_research.runs.rows import GENERALIZATION_MULTIPLES, in_distribution_length, is_failed_row
@@ -325,19 +326,6 @@ def steps_to_fit_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(markdown_table(header, body)) + "\n"
 
 
-def _trained_past_fit_note(rows: list[dict[str, Any]]) -> str:
-    """Says how many runs trained on past their first fit (the packed seeds of code from before
-    2026-12-05), whose numbers are of their last step; "" if none did."""
-    past = {r["run"] for r in rows if r.get("trained_past_fit")}
-    if not past:
-        return ""
-    runs = "1 run" if len(past) == 1 else f"{len(past)} runs"
-    return (
-        f", except in {runs} recorded before 2026-12-05, when packed seeds trained on "
-        "until all were fit: their numbers are of their last step"
-    )
-
-
 def failed_runs(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     """A markdown list of the failed runs: run, step and reason ("" if none failed)."""
     seen: dict[str, dict[str, Any]] = {}
@@ -450,34 +438,34 @@ def published_table(
     return "\n".join([intro, "", *markdown_table(header, body), "", *verdicts]) + "\n"
 
 
-def write_summary(
-    root: Path, rows: list[dict[str, Any]], metric: str, published: str = "", sections: str = ""
-) -> list[Path]:
-    """root/results.csv (every row; runs relative to root) and root/summary.md (the tables,
-    `published` (an experiment's "paper vs here" section, markdown), the failed runs and
-    `sections`, an experiment's own markdown sections, last). Warns when the rows come from
-    different code versions."""
-    root = Path(root)
-    csv_path, md_path = root / "results.csv", root / "summary.md"
-    runs.write_csv(csv_path, [{**r, "run": os.path.relpath(r["run"], root)} for r in rows])
-    failures = failed_runs(rows, root)
-    failures = f"## Failed runs\n\n{failures}\n" if failures else ""
-    efficiency = steps_to_fit_table(rows)
-    if efficiency:
-        efficiency = (
-            "## Steps to fit\n\nThe first fit check (every train.fit_check_every steps) at "
-            "which each seed's exact match at the training length reached the threshold; "
-            f"each seed stopped training there{_trained_past_fit_note(rows)}.\n\n{efficiency}\n"
-        )
-    runs.write_atomic(
-        md_path,
-        f"# Summary of {root}\n\n{generalization_table(rows, metric)}\n"
-        + (f"## Paper vs here\n\n{published}\n" if published else "")
-        + f"{efficiency}"
-        f"{failures}"
-        f"## {metric} by evaluation length\n\n```\n{summary_table(rows, metric)}```\n"
-        + (f"\n{sections}" if sections else ""),
-    )
-    if (warning := code_warning(rows)) is not None:
-        warnings.warn(f"{md_path}: {warning}", stacklevel=2)
-    return [csv_path, md_path]
+def glance_table(
+    rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC, multiples=(2, 8)
+) -> str:
+    """Markdown: tasks x encodings, each cell `metric` at 2x / 8x the training length, the mean
+    over the seeds that fit; "unfit" where none did (with the fit count where some did not)."""
+    frame = pd.DataFrame([r for r in rows if not is_failed_row(r)])
+    if frame.empty:
+        return ""
+    frame["multiple"] = frame["length"] / frame["train_length"]
+    per_run = frame.groupby(["task", "encoding", "run"]).agg(fit=("fit", "first"))
+    fit = per_run.groupby(["task", "encoding"])["fit"].agg(["sum", "count"]).astype(int)
+    at = frame[frame["multiple"].isin(multiples) & frame["fit"].fillna(True).astype(bool)]
+    means = at.pivot_table(index=["task", "encoding"], columns="multiple", values=metric)
+    tasks = sorted(frame["task"].unique())
+    encodings = sorted(frame["encoding"].unique())
+    body = []
+    for task in tasks:
+        line = [task]
+        for enc in encodings:
+            if (task, enc) not in fit.index:
+                line.append("-")
+                continue
+            n_fit, n = fit.loc[(task, enc)]
+            if n_fit == 0:
+                line.append("unfit" if n == 1 else f"unfit (0/{n})")
+                continue
+            values = [means.loc[(task, enc)].get(float(k)) for k in multiples]
+            text = " / ".join("-" if v is None or v != v else f"{v:.2f}" for v in values)
+            line.append(text + (f" ({n_fit}/{n} fit)" if n_fit < n else ""))
+        body.append(line)
+    return "\n".join(markdown_table(["task", *encodings], body))

@@ -1,16 +1,16 @@
-"""Run an experiment: a Python file whose `runs()` returns a list of RunConfigs.
+"""Run an experiment: a module whose `runs()` returns a list of RunConfigs.
 
-Each run gets a deterministic directory derived from its config, and a finished run (DONE) is
-skipped, so rerunning the same command after an interruption completes the sweep; a run killed
-half-way (no DONE) is trained again. A run whose loss diverged is marked FAILED and counts as
-finished (shown as failed in the summary, retried only with `retry_failed`); the sweep goes on
-with the next group. Runs that differ only in their seed are trained together
-(`train.train_group`).
+Each run gets a directory named by its id (runs.run_id); a run whose rows are in the sweep's
+results table, or whose directory is finished (DONE), is skipped, so rerunning the same command
+after an interruption, or on another machine with the committed table, completes the sweep. A
+run killed half-way resumes from its checkpoints. A run whose loss diverged is marked FAILED and
+counts as finished (shown as failed, retried only with `retry_failed`). Runs that differ only in
+their seed (or packable numbers) are trained together (`train.train_group`).
 
 Several processes can share one output folder: each run is claimed (runs.try_claim) before
 training, and a run claimed by a live process is left to it. Several hosts split the grid into
-shards (`--shard I/N`, or one shard per JAX process); once every shard is done, any process
-writes the summary: results.csv (tidy rows), summary.md and the plots.
+shards (`--shard I/N`, or one shard per JAX process). The sweep writes the results table of the
+finished runs (results.py), and its page once every run is in it (pages.py).
 """
 
 from __future__ import annotations
@@ -18,21 +18,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import signal
-import subprocess
-import sys
-import threading
 import time
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import jax
 from tqdm.auto import tqdm
 
-from pe_research import metrics, runs, train
+from pe_research import metrics, results, runs, train
 from pe_research.config import RunConfig
-from pe_research.sweeps import cost, experiments, grouping, plotting, summary
+from pe_research.sweeps import cost, experiments, grouping, pages, summary
+from pe_research.sweeps import workers as workers_lib
 from pe_research.sweeps.grouping import group_by_seed, shard_of, split_reasons
 from pe_research.training import evaluate
 
@@ -97,20 +94,30 @@ class SweepResult:
     abandoned: list[Path] = dataclasses.field(default_factory=list)
     """Runs left unfinished, and claimed by no live process, after a worker of this command
     failed: the command did not do its job (`pe-research sweep` exits with status 1)."""
+    recorded: set[Path] = dataclasses.field(default_factory=set)
+    """Runs whose rows are in the sweep's results table: finished, wherever they trained."""
+
+    @property
+    def ids(self) -> list[str]:
+        """The run ids of `dirs` (runs.run_id: the last three parts of a run's directory)."""
+        return ["/".join(d.parts[-3:]) for d in self.dirs]
+
+    def is_finished(self, run_dir: Path) -> bool:
+        return run_dir in self.recorded or runs.is_finished(run_dir)
 
     @property
     def finished(self) -> list[Path]:
-        """Runs that are done or failed: neither is trained again by a rerun."""
-        return [d for d in self.dirs if runs.is_finished(d)]
+        """Runs that are done or failed, here or in the results table: none is trained again."""
+        return [d for d in self.dirs if self.is_finished(d)]
 
     @property
     def failed_runs(self) -> list[Path]:
-        """Every failed run of the experiment (this process's and earlier ones)."""
-        return [d for d in self.dirs if runs.is_finished(d) and not runs.is_done(d)]
+        """Every failed run of the experiment in the run folder (this process's and earlier)."""
+        return [d for d in self.dirs if runs.is_failed(d) and not runs.is_done(d)]
 
     @property
     def complete(self) -> bool:
-        return all(runs.is_finished(d) for d in self.dirs)
+        return all(self.is_finished(d) for d in self.dirs)
 
 
 def run_sweep(
@@ -122,10 +129,12 @@ def run_sweep(
     retry_failed: bool = False,
     checkpoint_every: int = train.CHECKPOINT_EVERY,
     workers: Mapping[int, str] | None = None,
+    recorded: Collection[str] = (),
 ) -> SweepResult:
-    """Train every run of this shard that is neither finished nor claimed by a live process.
-    `workers` names, by PID, the processes on this host that this command started to share the
-    sweep (`run_experiment`'s `workers`), so that the runs they hold are reported as theirs.
+    """Train every run of this shard that is neither finished, nor in `recorded` (run ids of
+    the results table), nor claimed by a live process. `workers` names, by PID, the processes
+    on this host that this command started to share the sweep, so that the runs they hold are
+    reported as theirs.
 
     A failed run (its loss diverged; runs.mark_failed) is finished: it is not trained again,
     since it would fail the same way, unless `retry_failed`. A group whose training raises
@@ -157,7 +166,11 @@ def run_sweep(
         if runs.is_finished(dirs[i]):
             runs.check_same_config(dirs[i], configs[i])
 
+    in_table = {i for i, cfg in enumerate(configs) if runs.run_id(cfg) in set(recorded)}
+
     def skip(i: int) -> bool:
+        if i in in_table:
+            return True
         return runs.is_done(dirs[i]) or (runs.is_failed(dirs[i]) and not retry_failed)
 
     todo = [i for i in mine_runs if not skip(i)]
@@ -173,7 +186,7 @@ def run_sweep(
             "same way, so they are not trained again: pass --retry-failed to do it anyway."
         )
 
-    out = SweepResult(dirs, [], {})
+    out = SweepResult(dirs, [], {}, recorded={dirs[i] for i in in_table})
     todo_set = set(todo)
     t0 = time.perf_counter()
     bar = tqdm(total=len(todo), desc="sweep", disable=not progress)
@@ -291,44 +304,11 @@ def _runs(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
 
 
-def _exit_on_sigterm() -> tuple[object, threading.Event] | None:
-    """Make SIGTERM raise SystemExit(143) in this (main) thread. Returns the handler it replaced,
-    for the caller to restore, and an event the caller sets once the exit reached it. A no-op off
-    the main thread (returns None).
-
-    Python ignores an exception raised inside a garbage-collection callback (it prints "Exception
-    ignored in: <function _xla_gc_callback ...>"), and JAX runs one on every collection, so a
-    signal that lands there would be lost and the sweep train on. Until the caller says the exit
-    arrived, the handler sends the signal again a second later."""
-    arrived = threading.Event()
-
-    def send_again(signum: int) -> None:
-        if not arrived.is_set():
-            os.kill(os.getpid(), signum)
-
-    def handler(signum: int, frame: object) -> None:
-        if not arrived.is_set():
-            again = threading.Timer(1.0, send_again, (signum,))
-            again.daemon = True
-            again.start()
-        raise SystemExit(128 + signum)
-
-    try:
-        return signal.signal(signal.SIGTERM, handler), arrived
-    except ValueError:  # not the main thread: signals are the main thread's
-        return None
-
-
-def _keep_records(finished: list[Path], out: Path, keep: Path, stopped: bool = False) -> None:
-    kept = runs.copy_records(finished, out, keep)
-    why = " (the sweep was stopped: the others resume from their checkpoints)" if stopped else ""
-    print(f"Kept the records of {len(kept)} finished runs in {keep}{why}.", flush=True)
-
-
 def run_experiment(
     experiment: str,
     out: Path | None = None,
     *,
+    results_dir: Path | None = None,
     scale: str | None = None,
     metric: str | None = None,
     shard: tuple[int, int] | None = None,
@@ -338,172 +318,159 @@ def run_experiment(
     workers: int = 1,
     summarize: bool = True,
     tasks: Sequence[str] | None = None,
-    keep_records: Path | None = None,
     tables_only: bool = False,
 ) -> tuple[SweepResult, list[Path]]:
-    """Run an experiment file (`pe-research sweep`), print its tables, and once every run is
-    finished write results.csv, summary.md and the figures; returns (what the sweep did, the
-    files written).
+    """Run an experiment (`pe-research sweep`): train its runs that are neither in its results
+    table nor finished, print its tables, and write the table (and, once every run is in it,
+    its page and figures); returns (what the sweep did, the files written).
 
-    `experiment` is a name in ./experiments/ or a path; `out` defaults to runs/<name> (with
-    -<scale> for a scale); `metric` to the experiment's METRIC, else token_accuracy; `shard`
-    to (process index, process count) of the JAX job; `tasks` (names) keeps only those tasks'
-    runs, in the same run directories as the whole sweep's.
+    `experiment` is a name (a packaged experiment, or a file in ./experiments/) or a path.
+    `out` holds the run directories while they train (default runs/<name>, -<scale> for a
+    scale); `results_dir` the tables (results.parquet, curves.parquet, results.csv) and the page
+    (default `out`). A run whose rows are in that table is not trained again, so a table
+    committed from another machine or session resumes the sweep; a table of another code version
+    is refused. `metric` defaults to the experiment's METRIC, else token_accuracy; `shard` to
+    (process index, process count) of the JAX job; `tasks` (names) keeps only those tasks' runs.
 
-    `workers` > 1 starts that many processes in all on this machine (this one and workers - 1
-    started here, logging to OUT/worker-I.log), each claiming the next unclaimed group of runs:
-    compilation is single-threaded, so on a small CPU one process compiles while another
-    trains. This process waits for them and writes the results. `summarize=False` trains only.
-
-    `keep_records` (a folder) receives, once training stops, the record of every finished run of
-    the sweep (runs.copy_records: no checkpoints), at the same place below it as below `out`:
-    small enough to commit, a sweep into it writes the tables, and copied back into `out` its
-    runs are skipped. A sweep stopped by Ctrl-C or SIGTERM keeps the runs finished so far.
-
-    `tables_only` trains nothing: it prints the tables of the finished runs, and writes the files
-    only if every run (of `tasks`, where given) is finished, so that a missing record never
-    starts hours of training when all one wanted was the tables of kept records.
+    `workers` > 1 starts that many processes in all on this machine (workers.py); this one
+    waits for them and writes the tables. A sweep stopped by Ctrl-C or SIGTERM writes the table
+    of the runs finished so far before it exits. `summarize=False` trains and writes nothing
+    else; `tables_only` trains nothing.
     """
     module = experiments.load_experiment(experiment)
+    name = experiments.name_of(module)
     metric = metric or getattr(module, "METRIC", metrics.DEFAULT_METRIC)
-    out = out or Path("runs") / (Path(module.__file__).stem + (f"-{scale}" if scale else ""))
+    out = Path(out or Path("runs") / (name + (f"-{scale}" if scale else "")))
+    results_dir = Path(results_dir or out)
     configs = experiments.experiment_runs(module, scale, tasks)
+    # Rows of this code join the table only if it is of this code; --tables-only with no run
+    # finished here rewrites the table's own pages, whatever its code.
+    fresh = any(runs.is_finished(run_dir_for(out, c)) for c in configs)
+    table = _table(results_dir, configs, check_code=fresh or not tables_only)
+    labels = {"experiment": name, "scale": scale or "cpu"}
     if tables_only:
-        return _tables_only(module, configs, out, scale, metric, keep_records)
-    print(cost.estimate(configs).text())
+        done = SweepResult([run_dir_for(out, c) for c in configs], [], {})
+        done.recorded = {d for d, c in zip(done.dirs, configs, strict=True)
+                         if runs.run_id(c) in table.run_ids}  # fmt: skip
+        return done, _write_results(module, done, table, results_dir, labels, metric)
     if workers > 1 and (shard is not None or jax.process_count() > 1):
         raise ValueError(
             "--workers starts processes on this machine that share the whole sweep; it does not "
             "combine with --shard or a multi-process JAX job: drop one of them."
         )
-    helpers = []
-    # A SIGTERM (kill, a scheduler's cancel) exits through the `finally` below, which stops the
-    # workers (without this they would train on, orphaned, after this process is gone) and keeps
-    # the records of the runs finished so far.
-    stop = _exit_on_sigterm() if workers > 1 or keep_records is not None else None
-    try:
-        for i in range(1, workers):
-            command = [sys.executable, "-m", "pe_research.cli", "sweep", experiment, "--out",
-                       str(out), "--no-progress", "--no-summarize",
-                       "--checkpoint-every", str(checkpoint_every)]  # fmt: skip
-            command += (["--scale", scale] if scale else []) + (
-                ["--retry-failed"] if retry_failed else []
+    recorded = {runs.run_id(c) for c in configs} & table.run_ids
+    print(cost.estimate([c for c in configs if runs.run_id(c) not in recorded]).text())
+    helpers: list[workers_lib.Worker] = []
+    with workers_lib.exit_on_sigterm(active=workers > 1 or summarize) as arrived:
+        try:
+            if workers > 1:
+                command = workers_lib.command_line(
+                    experiment, out, results_dir, scale=scale, tasks=tasks,
+                    retry_failed=retry_failed, checkpoint_every=checkpoint_every,
+                )  # fmt: skip
+                helpers = workers_lib.start(workers - 1, command, out)
+            done = run_sweep(
+                configs,
+                out,
+                shard=shard or (jax.process_index(), jax.process_count()),
+                progress=progress,
+                retry_failed=retry_failed,
+                checkpoint_every=checkpoint_every,
+                workers={w.process.pid: w.name for w in helpers},
+                recorded=recorded,
             )
-            command += ["--tasks", *tasks] if tasks else []
-            out.mkdir(parents=True, exist_ok=True)
-            log = open(out / f"worker-{i}.log", "w")
-            helpers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), log))
-            time.sleep(2)  # let it claim the first group before this process looks
-        names = {
-            proc.pid: f"worker {i} (pid {proc.pid}, log {log.name})"
-            for i, (proc, log) in enumerate(helpers, start=1)
-        }
-        done = run_sweep(
-            configs,
-            out,
-            shard=shard or (jax.process_index(), jax.process_count()),
-            progress=progress,
-            retry_failed=retry_failed,
-            checkpoint_every=checkpoint_every,
-            workers=names,
-        )
-        running = [names[proc.pid] for proc, _ in helpers if proc.poll() is None]
-        if running:
-            print(f"Waiting for the workers of this command still training: {', '.join(running)}.")
-        for i, (proc, log) in enumerate(helpers, start=1):
-            if proc.wait() != 0:
-                print(f"Worker {i} exited with status {proc.returncode}: see {log.name}.")
-                done.failed_workers.append(log.name)
-        if done.failed_workers:  # what no live process will finish was the failed workers' share
-            done.abandoned = [
-                d for d in done.dirs if not runs.is_finished(d) and not runs.is_claimed(d)
-            ]
-    except (KeyboardInterrupt, SystemExit):
-        # Stopped (Ctrl-C, SIGTERM) with runs unfinished: keep what did finish, which a session
-        # that ends here would otherwise lose with its run folder.
-        if stop is not None:
-            stop[1].set()
-        if keep_records is not None:
-            finished = [d for c in configs if runs.is_finished(d := run_dir_for(out, c))]
-            _keep_records(finished, out, keep_records, stopped=True)
-        raise
-    finally:
-        for proc, log in helpers:
-            if proc.poll() is None:
-                proc.terminate()
-            log.close()
-        if stop is not None:
-            stop[1].set()
-            signal.signal(signal.SIGTERM, stop[0])
-    if keep_records is not None:
-        _keep_records(done.finished, out, keep_records)
+            done.failed_workers = workers_lib.wait(helpers)
+            if done.failed_workers:  # what no live process will finish was their share
+                done.abandoned = [
+                    d for d in done.dirs if not done.is_finished(d) and not runs.is_claimed(d)
+                ]
+        except (KeyboardInterrupt, SystemExit):
+            # Stopped (Ctrl-C, SIGTERM): keep the rows of what did finish in the table, which a
+            # session that ends here would otherwise lose with its run folder.
+            arrived()
+            if summarize:
+                stopped = SweepResult([run_dir_for(out, c) for c in configs], [], {})
+                stopped.recorded = {run_dir_for(out, c) for c in configs
+                                    if runs.run_id(c) in recorded}  # fmt: skip
+                _write_tables(stopped, table, results_dir, labels, stopped=True)
+            raise
+        finally:
+            workers_lib.stop(helpers)
     if not summarize:
         return done, []
-    if not done.complete:
-        print(
-            f"{len(done.dirs) - len(done.finished)} of {len(done.dirs)} runs are not finished "
-            "(other shards or processes): the tables below cover the finished ones. Rerun this "
-            "command once they finish to write results.csv, summary.md and the plots."
+    return done, _write_results(module, done, table, results_dir, labels, metric)
+
+
+def _table(results_dir: Path, configs: list[RunConfig], check_code: bool) -> results.Tables:
+    """The results table in `results_dir` (empty if none), checked to be of this code."""
+    if not results.has_tables(results_dir):
+        return results.empty()
+    table = results.read(results_dir)
+    here = runs.code_version(runs.versions())
+    theirs = [c for c in results.code_versions(table.results) if c != here]
+    if check_code and theirs:
+        raise ValueError(
+            f"{results_dir / results.RESULTS} holds runs of other code ({'; '.join(theirs)}) "
+            f"than this ({here}); a table holds one code version, so it cannot be resumed: "
+            "sweep into another folder (--results), or delete the table to start over."
         )
-    return done, _tables(module, done, out, scale, metric)
+    ids = {runs.run_id(c) for c in configs}
+    if recorded := len(ids & table.run_ids):
+        print(f"{results_dir / results.RESULTS}: {recorded} of these runs are recorded there; "
+              "they are not trained again.")  # fmt: skip
+    return table
 
 
-def _tables_only(
+def _write_tables(
+    done: SweepResult,
+    table: results.Tables,
+    results_dir: Path,
+    labels: dict[str, str],
+    stopped: bool = False,
+) -> results.Tables:
+    """The table of every finished run of the sweep, written to `results_dir`: the earlier
+    table's rows of the runs the sweep defines, then those of the runs finished in its run
+    folder (which replace their earlier rows)."""
+    fresh = results.from_runs([d for d in done.dirs if runs.is_finished(d)], **labels)
+    merged = results.merge(table.only(done.ids), fresh)
+    if merged.run_ids:
+        results.write(results_dir, merged)
+        why = " (the sweep was stopped: rerun it to train the others)" if stopped else ""
+        print(f"Wrote the table of {len(merged.run_ids)} finished runs to {results_dir}{why}.",
+              flush=True)  # fmt: skip
+    return merged
+
+
+def _write_results(
     module: types.ModuleType,
-    configs: list[RunConfig],
-    out: Path,
-    scale: str | None,
+    done: SweepResult,
+    table: results.Tables,
+    results_dir: Path,
+    labels: dict[str, str],
     metric: str,
-    keep_records: Path | None,
-) -> tuple[SweepResult, list[Path]]:
-    """`run_experiment(tables_only=True)`: the tables of the finished runs, training none."""
-    done = SweepResult([run_dir_for(out, cfg) for cfg in configs], [], {})
-    finished = set(done.finished)
-    for cfg, run_dir in zip(configs, done.dirs, strict=True):
-        if run_dir in finished:  # a record is only read if it really is this run
-            runs.check_same_config(run_dir, cfg)
-    if keep_records is not None:
-        _keep_records(done.finished, out, keep_records)
-    missing = [d for d in done.dirs if d not in finished]
-    if missing:
-        print(
-            f"--tables-only: {len(missing)} of {len(done.dirs)} runs in {out} are not finished "
-            f"(first: {missing[0]}), so no files are written; the tables below cover the "
-            f"{len(done.finished)} finished. Pick finished tasks with --tasks, or drop "
-            "--tables-only to train the rest."
-        )
-    return done, _tables(module, done, out, scale, metric)
-
-
-def _tables(
-    module: types.ModuleType, done: SweepResult, out: Path, scale: str | None, metric: str
 ) -> list[Path]:
-    """Print the tables of `done`'s finished runs; once every run is finished, write
-    results.csv, summary.md and the figures (the experiment's own included) to `out`."""
-    rows = summary.finished_rows(done.dirs)
-    if not rows:
+    """Print the tables of the finished runs, write the results table, and once every run of
+    the sweep is in it, its page and figures."""
+    merged = _write_tables(done, table, results_dir, labels)
+    if merged.results.empty:
+        print(f"No run of the {len(done.dirs)} is finished yet: no tables to write.")
         return []
+    rows = results.as_rows(merged.results)
     print(summary.per_length_tables(rows))
     print(summary.generalization_table(rows, metric))
     if efficiency := summary.steps_to_fit_table(rows):
         print("Steps to fit (train.stop_when_fit):\n" + efficiency)
-    published = module.paper_vs_here(rows) if hasattr(module, "paper_vs_here") else ""
-    if (protocol := getattr(module, "PROTOCOL", None)) is not None:
-        published = protocol.markdown(ran=scale or "cpu") + "\n" + published
-    if published:
-        print("Paper vs here:\n" + published)
-    sections = module.sections(rows) if hasattr(module, "sections") else ""
-    if sections:
-        print(sections)
-    written = []
-    if done.complete:
-        written = summary.write_summary(out, rows, metric, published, sections)
-        written += plotting.write_figures(rows, out)
-        for stem, fig in (module.figures(rows) if hasattr(module, "figures") else {}).items():
-            for fmt in ("png", "pdf"):
-                written.append(out / f"{stem}.{fmt}")
-                plotting.save(fig, written[-1])
-        print("Wrote " + ", ".join(str(p) for p in written))
+    written = [results_dir / n for n in (results.RESULTS, results.CURVES, results.CSV)]
+    missing = len(done.dirs) - len(merged.run_ids)
+    if missing:
+        print(
+            f"{missing} of {len(done.dirs)} runs are not finished (other shards or processes); "
+            f"{results_dir / pages.PAGE} and the figures are written once every run is: rerun "
+            "this command then (--tables-only trains nothing)."
+        )
+        return written
+    written += pages.write_sweep_page(pages.read_sweep(results_dir, merged, module))
+    print("Wrote " + ", ".join(str(p) for p in written))
     return written
 
 

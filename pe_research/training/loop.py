@@ -106,8 +106,6 @@ def train_group(
     # What a checkpoint must hold: the data and position streams of the run's seed.
     keys = [{"data": prog.data_keys[s], "positions": prog.pos_keys[s]} for s in model_of]
     start, state = _resume(run_dirs, prog, model_of, keys) if resume else (0, prog.state)
-    if start and cfg.train.stop_when_fit:
-        _check_trained_past_fit(cfgs, run_dirs, start)
     log = RunLog(
         run_dirs,
         model_of,
@@ -192,20 +190,6 @@ def _resume(
     per_model = [found[1][model_of.index(s)] for s in range(len(set(model_of)))]
     shardings = jax.tree.map(lambda x: x.sharding, prog.state)
     return start, jax.device_put(stack_models(per_model), shardings)
-
-
-def _check_trained_past_fit(cfgs: list[RunConfig], run_dirs: list[Path], start: int) -> None:
-    """ValueError if a run resumed from step `start` was checked after its first fit: its
-    checkpoint was written by a version of this code that trained fit packed seeds on, so it
-    holds parameters past the fit that this version would have frozen."""
-    for c, d in zip(cfgs, run_dirs, strict=True):
-        if runs.trained_past_fit(d, c, up_to=start):
-            raise ValueError(
-                f"{d} was found fit at step {runs.first_fit_step(d, c)} but trained on to its "
-                f"checkpoint of step {start} (packed seeds trained until all were fit before "
-                "pe_research froze each at its own fit): its checkpoints cannot resume this "
-                f"version. Delete {d / runs.CHECKPOINTS} (or the run directory) to train it again."
-            )
 
 
 def _loop(
