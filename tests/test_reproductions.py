@@ -37,14 +37,13 @@ def load(name):
 
 
 @pytest.mark.parametrize("name", REPRODUCTIONS)
-def test_the_protocol_table_holds_and_is_in_the_docstring(name):
+def test_the_protocol_table_holds_and_renders(name):
+    """The table is rendered from PROTOCOL into the generated pages, not pasted in docstrings."""
     module = load(name)
     table = module.PROTOCOL
     table.check()
     assert table.scales == tuple(module.SCALES)
-    assert protocol.normalized(table.text()) in protocol.normalized(module.__doc__), (
-        f"experiments/{name}.py: paste PROTOCOL.text() into the docstring again"
-    )
+    assert table.text().strip()
     markdown = table.markdown(ran="cpu")
     assert markdown.count("\n|") == len(table.rows) + 2 and "`cpu` scale" in markdown
 
