@@ -1,6 +1,7 @@
 """Every shipped experiment builds valid run configs at every scale, and says how to run it."""
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,15 @@ def test_runs_are_valid_at_every_scale(name):
             cfg.check()
         dirs = [sweep.run_dir_for(Path("out"), c) for c in configs]
         assert len(set(dirs)) == len(dirs), "two runs of the experiment share a directory"
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_docstring_is_short_and_undated(name):
+    """Results live on generated pages and history in git log: the docstring says what and how."""
+    doc = experiments.load_experiment(str(ROOT / "experiments" / f"{name}.py")).__doc__
+    assert len(doc.splitlines()) <= 20, f"experiments/{name}.py: docstring over 20 lines"
+    assert not re.search(r"20\d\d-\d\d-\d\d", doc), f"experiments/{name}.py: a date"
+    assert f"docs/results/{name}/summary.md" in doc, f"experiments/{name}.py: link its page"
 
 
 def test_unknown_scale_names_the_presets():

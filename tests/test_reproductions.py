@@ -33,13 +33,22 @@ def load(name):
 
 
 @pytest.mark.parametrize("name", REPRODUCTIONS)
-def test_the_protocol_table_holds_and_is_in_the_docstring(name):
+def test_the_protocol_table_holds_and_the_docstring_names_the_paper_and_its_page(name):
+    """The table is rendered from PROTOCOL into the generated pages; the docstring names the
+    paper (authors, year, arXiv link) and links the experiment's page."""
     module = load(name)
     table = module.PROTOCOL
     table.check()
     assert table.scales == tuple(module.SCALES)
-    assert protocol.normalized(table.text()) in protocol.normalized(module.__doc__), (
-        f"experiments/{name}.py: paste PROTOCOL.text() into the docstring again"
+    assert table.text().strip()
+    doc = protocol.normalized(module.__doc__)
+    authors = table.paper.split(",")[0]  # "Kazemnejad et al. 2023"
+    arxiv = re.search(r"arXiv (\d{4}\.\d{4,5})", table.paper)[1]
+    assert authors in doc and f"arxiv.org/abs/{arxiv}" in doc, (
+        f"experiments/{name}.py: the docstring should name {authors} and link arXiv {arxiv}"
+    )
+    assert f"docs/results/{name}/summary.md" in doc, (
+        f"experiments/{name}.py: link its generated page docs/results/{name}/summary.md"
     )
     markdown = table.markdown(ran="cpu")
     assert markdown.count("\n|") == len(table.rows) + 2 and "`cpu` scale" in markdown
