@@ -5,6 +5,7 @@ paper's numbers recomputed from released results, and the report read from run d
 import dataclasses
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
