@@ -87,6 +87,7 @@ def sections(rows: list[dict]) -> str:
     """The leaderboard's markdown, written at the end of summary.md."""
     return (
         "## Leaderboard: which encoding generalizes on which task\n\n"
+        + "![exact match score at 2x and 8x](leaderboard_exact_match.png)\n\n"
         + leaderboard.at_a_glance(rows)
         + "\n### Best encoding per task\n\n"
         + leaderboard.best_per_task(rows, CLAIMS)
@@ -96,5 +97,5 @@ def sections(rows: list[dict]) -> str:
 
 
 def figures(rows: list[dict]) -> dict:
-    """The leaderboard's heatmaps (exact match score at 2x and 8x)."""
+    """The leaderboard's heatmaps (exact match score at 2x and 8x), which `sections` shows."""
     return {"leaderboard_exact_match": leaderboard.leaderboard_figure(rows)}

@@ -6,7 +6,7 @@
                      config as JSON (`config`) and as dotted columns ("model.d_model")
     curves.parquet   one row per logged training step (kind "train") and per fit check (kind
                      "fit") of every run
-    results.csv      the main columns of results.parquet, for a spreadsheet
+    results.csv      the main columns of results.parquet, for a spreadsheet (6 digits)
 
 `from pe_research import results; frame = results.load("docs/results/default")` reads a folder
 holding these tables, a table file, or a folder of run directories, as a pandas DataFrame.
@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -30,7 +29,7 @@ import pandas as pd
 from pe_research.config import RunConfig
 from pe_research.metrics import METRICS
 from pe_research.runs import directory, rows
-from pe_research.runs.files import read_jsonl
+from pe_research.runs.files import read_jsonl, temp_file
 from pe_research.runs.provenance import code_version
 
 RESULTS, CURVES, CSV = "results.parquet", "curves.parquet", "results.csv"
@@ -47,7 +46,7 @@ the config's dotted columns. `fit`: exact match at the training length reached
 train.fit_threshold (empty for tasks without exact match); `fit_step`: the first fit check that
 found it; `failed_step`/`failure`: a run whose loss diverged, whose metrics are empty; `code`:
 the code version (package, git commit, jax and flax: runs.code_version); `finished`: UTC."""
-CSV_COLUMNS = (*LABELS, *METRICS, "fit", "fit_step", "failed_step", "code", "finished")
+CSV_COLUMNS = (*LABELS, *METRICS, "fit", "fit_step", "failed_step", "commit", "finished")
 CURVE_LABELS = ("run", "experiment", "scale", "task", "encoding", "seed", "kind", "step")
 
 _INTEGERS = ("seed", "train_length", "length", "fit_step", "failed_step", "steps_cap", "step")
@@ -202,12 +201,15 @@ def write(folder: Path, tables: Tables) -> list[Path]:
     _atomic(paths[0], lambda p: tables.results.to_parquet(p, index=False))
     _atomic(paths[1], lambda p: tables.curves.to_parquet(p, index=False))
     csv = tables.results.reindex(columns=list(CSV_COLUMNS))
-    _atomic(paths[2], lambda p: csv.to_csv(p, index=False, lineterminator="\n"))
+    # Six significant digits in the spreadsheet copy; results.parquet keeps every bit.
+    _atomic(
+        paths[2], lambda p: csv.to_csv(p, index=False, lineterminator="\n", float_format="%.6g")
+    )
     return paths
 
 
 def _atomic(path: Path, write_to: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temp_file(path.parent, f".{path.name}.")
     os.close(fd)
     try:
         write_to(tmp)

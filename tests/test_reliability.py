@@ -145,10 +145,10 @@ def test_summary_keeps_runs_of_different_code_apart_and_warns(tmp_path):
     assert "nope [code B]" in summary.summary_table(rows)
 
     tables = results.from_runs(dirs)
-    assert "WARNING" in pages.sweep_page(pages.read_sweep(tmp_path, tables), [])
+    assert "WARNING" in pages.sweep_page(pages.read_sweep(tmp_path, tables))
     results.write(tmp_path, tables)
     with open(tmp_path / results.CSV, newline="") as f:
-        assert len({r["code"] for r in csv.DictReader(f)}) == 2
+        assert len({r["commit"] for r in csv.DictReader(f)}) == 2
 
     same = summary.finished_rows(dirs[:2])
     assert summary.code_warning(same) is None and "[code" not in summary.generalization_table(same)
@@ -192,13 +192,15 @@ def test_failed_runs_are_shown_not_hidden(tmp_path):
     assert "1 (1 failed)" in rope and "failed@step 3" in rope
     assert "2 runs failed" in table
 
-    md = pages.sweep_page(pages.read_sweep(tmp_path, results.from_runs(dirs)), [])
+    tables = results.from_runs(dirs)
+    md = pages.sweep_page(pages.read_sweep(tmp_path, tables))
     failures = md[md.index("## Failed runs") :]
     nope, rope = (runs.run_id(runs.load_config(d)) for d in dirs[1:])
     assert f"`{nope}`): failed at step 7: loss became nan" in failures
     assert f"`{rope}`): failed at step 3: loss became inf by step 3" in failures
     assert "--retry-failed" in failures
-    with open(tmp_path / "results.csv", newline="") as f:
+    results.write(tmp_path, tables)
+    with open(tmp_path / results.CSV, newline="") as f:
         table = list(csv.DictReader(f))
     failed = [r for r in table if r["failed_step"]]
     assert len(failed) == 2 and {r["token_accuracy"] for r in failed} == {""}

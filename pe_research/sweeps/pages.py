@@ -128,20 +128,21 @@ def question(module: ModuleType | None) -> str:
 
 
 def figures(sweep: Sweep) -> dict[str, Figure]:
-    """The sweep's figures by file stem: line plots and heatmaps of each metric, steps to fit,
-    and the experiment's own (`figures(rows)`)."""
-    rows = plotting.without_failed(sweep.rows, warn=False)
-    out = plotting.figures(rows) if rows else {}
+    """The sweep's figures by file stem: line plots and heatmaps of each metric, steps to fit
+    (the page shows them), and the experiment's own (`figures(rows)`, which its `sections`
+    show)."""
+    out = plotting.figures(sweep.rows)
     if sweep.module is not None and hasattr(sweep.module, "figures"):
         out.update(sweep.module.figures(sweep.rows))
     return out
 
 
-def sweep_page(sweep: Sweep, figure_names: list[str]) -> str:
+def sweep_page(sweep: Sweep) -> str:
     """The sweep's summary.md: where it comes from, its figures, the generalization table, the
     paper beside it (reproductions), steps to fit, failed runs, the per-length table and the
     experiment's own sections."""
     rows, metric, module = sweep.rows, sweep.metric, sweep.module
+    figure_names = [f"{stem}.png" for stem in plotting.figure_stems(rows)]
     title = f"# `{sweep.experiment}`" + ("" if sweep.scale == "cpu" else f", `{sweep.scale}` scale")
     lines = [GENERATED, "", title, ""]
     if text := question(module):
@@ -186,5 +187,5 @@ def write_sweep_page(sweep: Sweep) -> list[Path]:
         written.append(sweep.folder / f"{stem}.png")
         plotting.save(fig, written[-1])
     page = sweep.folder / PAGE
-    runs.write_atomic(page, sweep_page(sweep, [p.name for p in written]))
+    runs.write_atomic(page, sweep_page(sweep))
     return [page, *written]

@@ -265,6 +265,7 @@ def steps_to_fit_figure(rows: Iterable[dict[str, Any]]) -> Figure:
 
 FIGURES = {"lines": extrapolation_figure, "heatmap": heatmap_figure}
 FIGURE_STEMS = {"lines": "extrapolation", "heatmap": "heatmap"}
+_KINDS = {stem: kind for kind, stem in FIGURE_STEMS.items()}
 
 
 Series = tuple[str, list[int], list[float], bool]
@@ -326,19 +327,31 @@ def plot_runs(
     return rows
 
 
+def figure_stems(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The file stems of `figures(rows)`, drawing nothing."""
+    rows = without_failed(rows, warn=False)
+    if not rows:
+        return []
+    stems = [
+        f"{FIGURE_STEMS[kind]}_{metric}"
+        for kind in FIGURES
+        for metric in metrics.plotted()
+        if all(row.get(metric) is not None for row in rows)
+    ]
+    return stems + (["steps_to_fit"] if any(row.get("fit_checked") for row in rows) else [])
+
+
 def figures(rows: Iterable[dict[str, Any]]) -> dict[str, Figure]:
     """Every kind of figure for every metric all rows carry, by file stem (<kind>_<metric>), and
     steps_to_fit where runs were trained until fit. Failed runs are left out."""
     rows = without_failed(rows, warn=False)
     out = {}
-    if not rows:
-        return out
-    for kind, figure in FIGURES.items():
-        for metric in metrics.plotted():
-            if all(row.get(metric) is not None for row in rows):
-                out[f"{FIGURE_STEMS[kind]}_{metric}"] = figure(rows, metric)
-    if any(row.get("fit_checked") for row in rows):
-        out["steps_to_fit"] = steps_to_fit_figure(rows)
+    for stem in figure_stems(rows):
+        if stem == "steps_to_fit":
+            out[stem] = steps_to_fit_figure(rows)
+        else:
+            kind, metric = stem.split("_", 1)
+            out[stem] = FIGURES[_KINDS[kind]](rows, metric)
     return out
 
 

@@ -6,8 +6,8 @@ For every folder under RESULTS that holds a results table (results.parquet): its
 figures. Then DOCS/reproductions.md, with one section for each paper an experiment reproduces
 (its headline figure beside ours, the comparison, a verdict and the protocol table), and the
 results block of the README, between its two markers. `--check` writes nothing and names each
-page that differs from what the tables give, with its first differing line (figures are drawn
-but not compared: fonts differ between machines).
+page that differs from what the tables give, with its first differing line (figures are not
+compared: fonts differ between machines).
 """
 
 from __future__ import annotations
@@ -62,8 +62,11 @@ def verdict(sweep: Sweep) -> str:
     )
 
 
-def reproductions_page(sweeps: list[Sweep], docs: Path) -> tuple[str, dict[str, Figure]]:
-    """DOCS/reproductions.md and its headline figures (by file name under DOCS/reproductions)."""
+def reproductions_page(
+    sweeps: list[Sweep], docs: Path, draw: bool = True
+) -> tuple[str, dict[str, Figure]]:
+    """DOCS/reproductions.md and, if `draw`, its headline figures (by file name under
+    DOCS/reproductions)."""
     lines = [
         pages.GENERATED,
         "",
@@ -86,7 +89,8 @@ def reproductions_page(sweeps: list[Sweep], docs: Path) -> tuple[str, dict[str, 
             if panels:
                 name = f"{sweep.experiment}-{sweep.scale}.png"
                 xlabel = getattr(module, "HEADLINE_XLABEL", "evaluation length")
-                figures[name] = plotting.headline_figure(panels, xlabel)
+                if draw:
+                    figures[name] = plotting.headline_figure(panels, xlabel)
                 alt = f"{sweep.experiment}, paper (dashed) vs here (solid)"
                 lines += [f"![{alt}]({FIGURES}/{name})", ""]
         if hasattr(module, "paper_vs_here"):
@@ -160,17 +164,18 @@ def with_block(text: str, block: str, where: Path) -> str:
 
 
 def _texts(
-    sweeps: list[Sweep], docs: Path, readme: Path | None
+    sweeps: list[Sweep], docs: Path, readme: Path | None, draw: bool = True
 ) -> tuple[dict[Path, str], dict[Path, Figure]]:
-    """Every page's text and every figure, by the path each is written to."""
+    """Every page's text and, if `draw`, every figure, by the path each is written to."""
     texts: dict[Path, str] = {}
     figures: dict[Path, Figure] = {}
     for sweep in sweeps:
-        drawn = pages.figures(sweep)
-        texts[sweep.folder / pages.PAGE] = pages.sweep_page(sweep, [f"{s}.png" for s in drawn])
-        figures |= {sweep.folder / f"{stem}.png": fig for stem, fig in drawn.items()}
+        texts[sweep.folder / pages.PAGE] = pages.sweep_page(sweep)
+        if draw:
+            drawn = pages.figures(sweep).items()
+            figures |= {sweep.folder / f"{stem}.png": fig for stem, fig in drawn}
     if _reproductions(sweeps):
-        page, drawn = reproductions_page(sweeps, docs)
+        page, drawn = reproductions_page(sweeps, docs, draw)
         texts[docs / REPRODUCTIONS] = page
         figures |= {docs / FIGURES / name: fig for name, fig in drawn.items()}
     if readme is not None:
@@ -197,8 +202,8 @@ def check(
     root: Path = Path("docs/results"), docs: Path = Path("docs"), readme: Path | None = None
 ) -> list[str]:
     """One message per page that differs from what the tables under `root` give (missing, or
-    its first differing line); [] when every page is as generated."""
-    texts, _ = _texts(read_sweeps(root), Path(docs), readme)
+    its first differing line); [] when every page is as generated. Draws no figure."""
+    texts, _ = _texts(read_sweeps(root), Path(docs), readme, draw=False)
     return [m for path, text in texts.items() if (m := difference(path, text))]
 
 
