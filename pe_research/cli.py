@@ -2,7 +2,7 @@
 
 pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
 pe-research sweep EXPERIMENT [--out DIR] [--results DIR] [--scale S] [--shard I/N] [--workers N]
-pe-research plot RUN_DIR... --out FIG.png|FIG.pdf [--metric M] [--kind lines|heatmap]
+pe-research plot RUNS_OR_TABLES... --out FIG.png|FIG.pdf [--metric M] [--kind lines|heatmap]
 pe-research properties [--out DIR] [--encodings NAME[:K=V,...]...] [--results SWEEP_DIR]
 pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
@@ -138,7 +138,8 @@ def plot(
     metric: MetricName = "token_accuracy",
     kind: Literal["lines", "heatmap"] = "lines",
 ) -> None:
-    """Plot a metric by evaluation length for finished runs at or below RUN_DIRS.
+    """Plot a metric by evaluation length for the runs of RUN_DIRS: results folders or tables
+    (docs/results/default), or folders of finished run directories.
 
     One panel per task. lines: one line per encoding (band over seeds), training length dashed,
     chance dotted; heatmap: encodings x lengths, mean over seeds, values written in the cells.

@@ -283,8 +283,9 @@ def _retype(frame: pd.DataFrame, first: Sequence[str]) -> pd.DataFrame:
 
 
 def as_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a results table as dicts, missing cells as None, with `chance` as
-    summaries and plots read it."""
+    """The rows of a results table as dicts (its labels, metrics and verdict; not the config's
+    columns), missing cells as None, with `chance` as summaries and plots read it."""
+    frame = frame[[c for c in frame.columns if "." not in c and c != "config"]]
     out = []
     for row in frame.astype(object).where(frame.notna(), None).to_dict("records"):
         chance = row.get("chance_token_accuracy")

@@ -157,7 +157,8 @@ def test_a_sweep_writes_the_experiments_own_sections_and_figures(tmp_path, monke
                 ]
 
             def sections(rows):
-                return "## Leaderboard\\n\\n![board](board.png)\\n\\n" + leaderboard.full_table(rows)
+                board = "## Leaderboard\\n\\n![board](board.png)\\n\\n"
+                return board + leaderboard.full_table(rows)
 
             def figures(rows):
                 return {"board": leaderboard.leaderboard_figure(rows)}

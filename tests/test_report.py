@@ -170,5 +170,5 @@ def test_without_tables_the_report_says_how_to_make_them(tmp_path):
 def test_a_sweep_page_embeds_its_figures(project):
     text = pages.sweep_page(pages.read_sweep(project / "docs/results/tiny"))
     assert "![token_accuracy by evaluation length](extrapolation_token_accuracy.png)" in text
-    assert "![heatmap_exact_match](heatmap_exact_match.png)" in text
+    assert "![heatmap_token_accuracy](heatmap_token_accuracy.png)" in text
     assert "`pe-research sweep tiny --results" in text

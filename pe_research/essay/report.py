@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pe_research import encodings, runs
+from pe_research import encodings
+from pe_research import results as results_lib
 from pe_research.encodings import Dims, Encoding
 from pe_research.essay import demonstrations
 from pe_research.essay.probe import DIMS, NotApplicable, Probe, first_line
@@ -234,9 +235,10 @@ def run(
 ) -> list[Path]:
     """Measure and write the property table of the `chosen` encodings (default: every registered
     one) and, with `demos`, the essay's demonstrations (`pe-research properties`); prints the
-    table and returns the files written. `results`: a sweep folder whose rows give Pr3."""
+    table and returns the files written. `results`: a results folder or sweep folder whose rows
+    give Pr3 (results.load)."""
     chosen = chosen or [encodings.get(name) for name in encodings.names()]
-    rows = None if results is None else list(runs.eval_rows(runs.find_runs([results])))
+    rows = None if results is None else results_lib.as_rows(results_lib.load(results))
     reports = [measure(e, max_position=max_position, rows=rows) for e in chosen]
     paths = write_report(out, reports)
     print(markdown_table(reports))

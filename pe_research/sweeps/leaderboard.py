@@ -176,7 +176,6 @@ def best_per_task(
     the same as the best (to 2 decimals) share the cell, best first: a tie is not a win."""
     table = entries(rows)
     _, tasks = order(table, metric)
-    claims = claims or {}
     body = []
     for task in tasks:
         line = [task]
@@ -194,8 +193,9 @@ def best_per_task(
                 line.append(
                     ", ".join(f"{e.encoding} ({e.fit}/{e.runs} fit)" for e in tied) + f": {top}"
                 )
-        body.append([*line, claims.get(task, "")])
-    header = ["task", f"best at 2x ({metric} score)", "best at 8x", "published"]
+        body.append([*line, claims.get(task, "")] if claims else line)
+    header = ["task", f"best at 2x ({metric} score)", "best at 8x"]
+    header += ["published"] if claims else []
     return "\n".join(markdown_table(header, body)) + "\n"
 
 

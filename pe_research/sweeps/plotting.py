@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from pe_research import metrics, runs
+from pe_research import metrics, results, runs
 from pe_research.runs.rows import is_failed_row
 
 # task -> encoding -> evaluation length -> values (one per seed)
@@ -306,47 +306,53 @@ def headline_figure(panels: dict[str, list[Series]], xlabel: str = "evaluation l
     return fig
 
 
-def save(fig: Figure, path) -> None:
+def save(fig: Figure, path, dpi: int = 130) -> None:
     """Save a figure (format from the suffix: .png, .pdf, .svg), without the matplotlib version
     in its metadata, so that the same figure drawn by another version gives the same file."""
-    fig.savefig(path, dpi=130, metadata={"Software": None} if str(path).endswith(".png") else {})
+    fig.savefig(path, dpi=dpi, metadata={"Software": None} if str(path).endswith(".png") else {})
 
 
 def plot_runs(
-    run_dirs: Iterable[Path | str],
+    paths: Iterable[Path | str],
     out: Path | str,
     metric: str = metrics.DEFAULT_METRIC,
     kind: str = "lines",
 ) -> list[dict[str, Any]]:
-    """Draw `kind` of `metric` for the finished runs at or below `run_dirs` into `out` (format
-    from its suffix); returns the rows drawn."""
-    rows = list(runs.eval_rows(runs.find_runs(run_dirs)))
+    """Draw `kind` of `metric` for the runs of `paths` (results folders or tables, or folders of
+    run directories: results.load) into `out` (format from its suffix); returns the rows drawn."""
+    frames = [results.load(p) for p in paths]
+    rows = [r for frame in frames for r in results.as_rows(frame)]
+    if not rows:
+        raise ValueError(f"No finished runs under {', '.join(map(str, paths))}.")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     save(FIGURES[kind](rows, metric), out)
     return rows
 
 
-def figure_stems(rows: Iterable[dict[str, Any]]) -> list[str]:
-    """The file stems of `figures(rows)`, drawing nothing."""
+def figure_stems(rows: Iterable[dict[str, Any]], shown: Iterable[str] | None = None) -> list[str]:
+    """The file stems of `figures(rows, shown)`, drawing nothing."""
     rows = without_failed(rows, warn=False)
     if not rows:
         return []
     stems = [
         f"{FIGURE_STEMS[kind]}_{metric}"
         for kind in FIGURES
-        for metric in metrics.plotted()
+        for metric in (metrics.plotted() if shown is None else shown)
         if all(row.get(metric) is not None for row in rows)
     ]
     return stems + (["steps_to_fit"] if any(row.get("fit_checked") for row in rows) else [])
 
 
-def figures(rows: Iterable[dict[str, Any]]) -> dict[str, Figure]:
-    """Every kind of figure for every metric all rows carry, by file stem (<kind>_<metric>), and
-    steps_to_fit where runs were trained until fit. Failed runs are left out."""
+def figures(
+    rows: Iterable[dict[str, Any]], shown: Iterable[str] | None = None
+) -> dict[str, Figure]:
+    """Every kind of figure for every metric all rows carry (or those `shown`), by file stem
+    (<kind>_<metric>), and steps_to_fit where runs were trained until fit. Failed runs are left
+    out."""
     rows = without_failed(rows, warn=False)
     out = {}
-    for stem in figure_stems(rows):
+    for stem in figure_stems(rows, shown):
         if stem == "steps_to_fit":
             out[stem] = steps_to_fit_figure(rows)
         else:

@@ -4,8 +4,9 @@
 
 For every folder under RESULTS that holds a results table (results.parquet): its summary.md and
 figures. Then DOCS/reproductions.md, with one section for each paper an experiment reproduces
-(its headline figure beside ours, the comparison, a verdict and the protocol table), and the
-results block of the README, between its two markers. `--check` writes nothing and names each
+(its headline figure beside ours, the comparison, a verdict and the protocol table), the index of
+sweeps in DOCS/experiments.md and the results block of the README, each between two marker
+lines. `--check` writes nothing and names each
 page that differs from what the tables give, with its first differing line (figures are not
 compared: fonts differ between machines).
 """
@@ -14,18 +15,22 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from pe_research import results, runs
-from pe_research.sweeps import leaderboard, pages, plotting, summary
+from pe_research.sweeps import experiments, leaderboard, pages, plotting, summary
 from pe_research.sweeps.pages import Sweep
 
 REPRODUCTIONS = "reproductions.md"
 FIGURES = "reproductions"  # DOCS/FIGURES/<experiment>-<scale>.png: the headline figures
 README_BEGIN = "<!-- results: begin -->"
 README_END = "<!-- results: end -->"
+INDEX = "experiments.md"  # DOCS/INDEX holds the results index between the two lines below
+INDEX_BEGIN = "<!-- results index: begin -->"
+INDEX_END = "<!-- results index: end -->"
 MAIN_JOB = "default"
 LEADERBOARD = "leaderboard"
 
@@ -108,56 +113,92 @@ def _relative(path: Path, start: Path) -> str:
 
 
 def readme_block(sweeps: list[Sweep], readme_dir: Path) -> str:
-    """The README's results block: the main job's figure and table, the leaderboard's best
-    encoding per task, and one line per reproduction, each linking to its page."""
+    """The README's results block: the main job's table, the leaderboard's best encoding per
+    task, and one line per reproduction, each linking to its page."""
     by_name = {(s.experiment, s.scale): s for s in sweeps}
-    lines = [README_BEGIN, pages.GENERATED]
+    parts = [f"{README_BEGIN}\n{pages.GENERATED}"]
     if (main := by_name.get((MAIN_JOB, "cpu"))) is not None:
         page = _relative(main.folder / pages.PAGE, readme_dir)
-        figure = main.folder / f"extrapolation_{main.metric}.png"
-        lines += ["", "### The main job", ""]
-        if figure.exists():
-            lines += [f"![{main.metric} by evaluation length]({_relative(figure, readme_dir)})", ""]
-        lines += [summary.glance_table(main.rows, main.metric), ""]
-        lines += [*_short_provenance(main), f"Tables: [{page}]({page}).", ""]
+        parts.append(
+            f"### The main job\n\n{main.metric} at 2x / 8x the training length, mean over the "
+            f"seeds that fit:\n\n{summary.glance_table(main.rows, main.metric)}\n\n"
+            f"{_short_provenance(main)} Tables and figures: [{page}]({page})."
+        )
     if (board := by_name.get((LEADERBOARD, "cpu"))) is not None:
         page = _relative(board.folder / pages.PAGE, readme_dir)
-        lines += ["", "### Every encoding on every task", ""]
-        lines += [leaderboard.best_per_task(board.rows), ""]
-        lines += [*_short_provenance(board), f"The whole table: [{page}]({page}).", ""]
+        parts.append(
+            "### Every encoding on every task\n\n"
+            f"{leaderboard.best_per_task(board.rows).rstrip()}\n\n"
+            f"{_short_provenance(board)} The whole table: [{page}]({page})."
+        )
     if reproduced := _reproductions(sweeps):
-        page = _relative(Path(reproduced[0].folder).parents[1] / REPRODUCTIONS, readme_dir)
-        lines += ["", "### Published results beside ours", ""]
         body = []
         for s in reproduced:
             fit, judged = summary.fit_count(s.rows)
             table = _relative(s.folder / pages.PAGE, readme_dir)
-            body.append([s.module.PROTOCOL.paper, f"[`{s.experiment}`]({table})", s.scale,
-                         f"{fit} of {judged}"])  # fmt: skip
-        header = ["paper", "experiment", "scale", "runs fit"]
-        lines += [*summary.markdown_table(header, body), ""]
-        lines += [f"Each paper's figure beside ours, and the protocol: [{page}]({page}).", ""]
-    return "\n".join([*lines, README_END])
+            ran = len(s.tables.run_ids)
+            runs_text = f"{ran}" if s.defined in (None, ran) else f"{ran} of {s.defined}"
+            body.append([_cited(s.module.PROTOCOL.paper), f"[`{s.experiment}`]({table})",
+                         s.scale, runs_text, str(fit)])  # fmt: skip
+        header = ["paper", "experiment", "scale", "runs", "fit"]
+        page = _relative(Path(reproduced[0].folder).parents[1] / REPRODUCTIONS, readme_dir)
+        parts.append(
+            "### Published results beside ours\n\n"
+            + "\n".join(summary.markdown_table(header, body))
+            + f"\n\nEach paper's figure beside ours, and the protocol: [{page}]({page})."
+        )
+    return "\n\n".join([*parts, README_END])
 
 
-def _short_provenance(sweep: Sweep) -> list[str]:
+def _cited(paper: str) -> str:
+    """ "Authors year", linked to the paper's arXiv page where the citation names one."""
+    who = paper.split(",")[0]
+    found = re.search(r"arXiv (\d{4}\.\d{4,5})", paper)
+    return f"[{who}](https://arxiv.org/abs/{found[1]})" if found else who
+
+
+def _short_provenance(sweep: Sweep) -> str:
     per_run = sweep.tables.results.drop_duplicates("run")
     fit, judged = summary.fit_count(sweep.rows)
     days = sorted(str(d)[:10] for d in per_run["finished"].dropna())
+    when = days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
     codes = results.code_versions(sweep.tables.results)
     code = codes[0] if len(codes) == 1 else f"{len(codes)} code versions"
-    return [f"{fit} of {judged} runs fit; {code}; finished {days[0]} to {days[-1]}."]
+    return f"{fit} of {judged} runs fit; {code}; finished {when}."
 
 
-def with_block(text: str, block: str, where: Path) -> str:
-    """`text` with the part between the README markers (inclusive) replaced by `block`."""
-    start, end = text.find(README_BEGIN), text.find(README_END)
-    if start < 0 or end < start:
+def results_index(sweeps: list[Sweep], docs: Path) -> str:
+    """DOCS/experiments.md's index: each sweep with a table (runs, fit, its page), then every
+    experiment without one and the command that makes it."""
+    body = []
+    for s in sorted(sweeps, key=lambda s: (s.experiment, s.scale)):
+        fit, judged = summary.fit_count(s.rows)
+        page = _relative(s.folder / pages.PAGE, docs)
+        ran = len(s.tables.run_ids)
+        runs_text = f"{ran}" if s.defined in (None, ran) else f"{ran} of {s.defined}"
+        body.append([f"`{s.experiment}`", s.scale, runs_text, f"{fit} of {judged}",
+                     f"[{page}]({page})"])  # fmt: skip
+    swept = {s.experiment for s in sweeps}
+    for name in experiments.names():
+        if name not in swept:
+            folder = _relative(docs / "results" / name, docs.parent)
+            command = f"not run yet: `pe-research sweep {name} --results {folder}`"
+            body.append([f"`{name}`", "-", "-", "-", command])
+    header = ["experiment", "scale", "runs", "fit", "page"]
+    table = "\n".join(summary.markdown_table(header, body))
+    return f"{INDEX_BEGIN}\n{pages.GENERATED}\n\n{table}\n{INDEX_END}"
+
+
+def with_block(text: str, block: str, where: Path, begin=README_BEGIN, end=README_END) -> str:
+    """`text` with the part between the lines `begin` and `end` (inclusive) replaced by
+    `block`."""
+    first, last = text.find(begin), text.find(end)
+    if first < 0 or last < first:
         raise ValueError(
-            f"{where} has no results block: put the lines {README_BEGIN} and {README_END} where "
+            f"{where} has no results block: put the lines {begin} and {end} where "
             "`pe-research report` should write it."
         )
-    return text[:start] + block + text[end + len(README_END) :]
+    return text[:first] + block + text[last + len(end) :]
 
 
 # -- writing and checking ---------------------------------------------------------------------
@@ -181,6 +222,10 @@ def _texts(
     if readme is not None:
         current = readme.read_text() if readme.exists() else ""
         texts[readme] = with_block(current, readme_block(sweeps, readme.parent), readme)
+    index = docs / INDEX
+    if index.exists() and INDEX_BEGIN in (current := index.read_text()):
+        texts[index] = with_block(current, results_index(sweeps, docs), index, INDEX_BEGIN,
+                                  INDEX_END)  # fmt: skip
     return texts, figures
 
 
@@ -191,7 +236,7 @@ def write(
     texts, figures = _texts(read_sweeps(root), Path(docs), readme)
     for path, fig in figures.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        plotting.save(fig, path)
+        plotting.save(fig, path, dpi=pages.DPI)
     for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         runs.write_atomic(path, text)
