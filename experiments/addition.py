@@ -59,7 +59,7 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   decay 0, gradient clip 1; gpu: AdamW (b2 0.95), lr 0.0005, 50 warm-up steps then cosine to
   10%, weight decay 0, gradient clip 1; paper: same. Why: training until fit within a few
   thousand steps of a small batch needs a higher rate (cpu 1e-3, gpu 5e-4), kept with the
-  paper's betas and no weight decay (the cpu recipe: scripts/addition_recipes.py)
+  paper's betas and no weight decay (the cpu recipe)
 - optimisation / batch and steps. Paper: batch 1,000, 50,000 steps [HanseulJo/position-coupling
   scripts/addition/run_coupling.sh (bs=1000, training.n_steps=50000)]. Here: cpu: batch 64,
   4,000 steps at most, stopped once exact match at the training length is >= 0.95 (checked every
@@ -171,15 +171,14 @@ What this shows, and what it does not:
   coupling no encoding learns 1-layer addition at all (.22-.28 at 8), as the paper's
   1-layer impossibility result leads one to expect for NoPE.
 - Beside our block: the 24 runs of 2026-12-02 (commit 51032cf and, for the headline model,
-  2340436; `pe-research sweep scripts/addition_our_block.py` reruns them) trained our block
+  2340436) trained our block
   (pre-LayerNorm, GELU MLP with biases, q.k / sqrt(head dim)) with the fit recipe (lr 3e-3,
   AdamW b2 0.999, weight decay .01). The verdict is the same, the numbers close: learned +
   coupled 3/3 fit, exact match .99 / .40 / .19 / .06 / .01 at 8 / 12 / 16 / 24 / 32; RoPE +
   coupled 2/3 fit, .72 / .01 / .03 / .00 / .00; every other variant 0/3. The headline model
   with the encoding's default table (std 0.02) stayed at token accuracy .42-.50 by 10,000
   steps. Cho et al.'s block under the fit recipe learned neither coupled variant (headline
-  exact match .39-.60 at 8 by 10,000 steps); lr 1e-3 with the paper's betas is what trains it
-  (scripts/addition_recipes.py).
+  exact match .39-.60 at 8 by 10,000 steps); lr 1e-3 with the paper's betas is what trains it.
 The paper scale: 4.4e18 matmul FLOPs, at least 7.5 h on one H200 at the rate a 12-layer
 d_model 768 model reached there in bf16 (163 TFLOP/s, benchmarks/; the sweep prints it).
 
@@ -220,7 +219,7 @@ CHO_BLOCK = dict(
 RMSNorm before each sublayer and after each residual add, a gated-GELU MLP without biases, T5's
 attention (q.k unscaled, W_q drawn 1/sqrt(head dim) smaller). Every scale runs it."""
 CPU_RECIPE = dict(learning_rate=1e-3, adam_b2=0.95, weight_decay=0.0)
-"""What the cpu scale changes in the fit recipe's optimiser (scripts/addition_recipes.py)."""
+"""What the cpu scale changes in the fit recipe's optimiser."""
 CPU_TRAIN = dataclasses.replace(FIT_TRAIN, train_length=8, steps=4000, **CPU_RECIPE)
 """The fit recipe with the paper's optimizer (AdamW betas (0.9, 0.95), no weight decay) at lr
 1e-3, 10x the paper's: in this block the headline model fits 1-8 digits by 2,600 steps of 64
@@ -342,7 +341,7 @@ PROTOCOL = Protocol(
             **_per_scale(lambda s: describe.optimiser(s["train"])), paper=SAME,
             why="training until fit within a few thousand steps of a small batch needs a "
             "higher rate (cpu 1e-3, gpu 5e-4), kept with the paper's betas and no weight "
-            "decay (the cpu recipe: scripts/addition_recipes.py)"),
+            "decay (the cpu recipe)"),
         row("optimisation", "batch and steps", "batch 1,000, 50,000 steps",
             f"{RUN} (bs=1000, training.n_steps=50000)",
             **_per_scale(lambda s: describe.schedule(s["train"])), paper=SAME,

@@ -48,10 +48,9 @@ Protocol, paper vs here (cpu, paper scales; same: as the paper):
   most, stopped once exact match at the training length is >= 0.95 (checked every 100); paper:
   AdamW (b2 0.999), lr 0.0003, 500 warm-up steps then cosine to 10%, weight decay 0.1, gradient
   clip 1; batch 600, 50,000 steps. Why: cpu: the fit preset (lr 3e-3, b2 0.999) left all 15 runs
-  at exact match 0 (scripts/addition_hints_fit_preset.py); b2 0.95 (Cho et al.'s, as this paper
-  gives none) with lr 1e-3, 3.3x the paper's, made them learn
-  (scripts/addition_hints_recipes.py); 8,000 steps of 64 (512,000 sums, 2% of the paper's 30M)
-  for a 2-layer model; the paper's weight decay; paper: b2 and the clip are ours, not given
+  at exact match 0; b2 0.95 (Cho et al.'s, as this paper gives none) with lr 1e-3, 3.3x the
+  paper's, made them learn; 8,000 steps of 64 (512,000 sums, 2% of the paper's 30M) for a 2-layer
+  model; the paper's weight decay; paper: b2 and the clip are ours, not given
 - optimisation / batch and packing. Paper: batch 128 packed sequences of 2,048 tokens, 50,000
   steps, 30M additions in all [arXiv 2402.09371, Section 4.1 and Appendix B.1]. Here: cpu: batch
   64 sums, one per row, 8,000 steps at most; paper: batch 600 sums, one per row (30M over 50,000
@@ -138,10 +137,10 @@ Runtime: about 2 h 50 min of the 2-worker sweep, beside other sweeps and tests (
 first 2,300 steps in an earlier session.
 
 Why the cpu scale has its optimiser (the fit preset, lr 3e-3, AdamW b2 0.999, a 4,000-step cap:
-scripts/addition_hints_fit_preset.py reruns it; code of commit 0e5fe28, 2026-12-02): 0 of 15
+code of commit 0e5fe28, 2026-12-02): 0 of 15
 runs fit, every run at exact match 0 at every length at the cap (token accuracy at 8 digits .23-.41,
 final losses 0.8-1.9 against ln 10 = 2.3 at chance). With the betas (0.9, 0.95) at lr 1e-3
-(scripts/addition_hints_recipes.py, seed 0, 4,000 steps) the same runs learn, so the cpu scale
+(seed 0, 4,000 steps) the same runs learn, so the cpu scale
 trains with that optimiser (CPU_RECIPE) and an 8,000-step cap.
 The paper scale: 6 layers at d_model 512, 50,000 steps of 600 sums of up to 40 digits; its
 cost is printed before it trains.
@@ -162,9 +161,8 @@ BLOCK = dict(norm="rmsnorm", norm_position="pre_post", mlp="geglu")
 """The paper's block (Appendix B.2): RMSNorm before and after each sublayer, GeGLU."""
 CPU_RECIPE = dict(learning_rate=1e-3, adam_b2=0.95, weight_decay=0.1)
 """The cpu scale's optimiser: the paper's weight decay with the betas (0.9, 0.95) and lr 1e-3 that
-made addition train in Cho et al.'s block (scripts/addition_recipes.py) and these runs in this one
-(scripts/addition_hints_recipes.py); the fit preset's lr 3e-3 with b2 0.999 left every run here
-at exact match 0 (scripts/addition_hints_fit_preset.py)."""
+made addition train in Cho et al.'s block and these runs in this one; the fit preset's lr 3e-3
+with b2 0.999 left every run here at exact match 0."""
 CPU_TRAIN = dataclasses.replace(FIT_TRAIN, train_length=8, steps=8000, **CPU_RECIPE)
 SCALES = {
     # 2.5x the training length, as the paper's 40 -> 100 digits.
@@ -269,10 +267,9 @@ PROTOCOL = Protocol(
                    + describe.schedule(s["train"])),
             paper=describe.optimiser(SCALES["paper"]["train"]) + "; "
             + describe.schedule(SCALES["paper"]["train"]),
-            why="cpu: the fit preset (lr 3e-3, b2 0.999) left all 15 runs at exact match 0 "
-            "(scripts/addition_hints_fit_preset.py); b2 0.95 (Cho et al.'s, as this paper gives "
-            "none) with lr 1e-3, 3.3x the paper's, made them learn "
-            "(scripts/addition_hints_recipes.py); 8,000 steps of 64 (512,000 sums, 2% of the "
+            why="cpu: the fit preset (lr 3e-3, b2 0.999) left all 15 runs at exact match 0; "
+            "b2 0.95 (Cho et al.'s, as this paper gives none) with lr 1e-3, 3.3x the paper's, "
+            "made them learn; 8,000 steps of 64 (512,000 sums, 2% of the "
             "paper's 30M) for a 2-layer model; the paper's weight decay; paper: b2 and the clip "
             "are ours, not given"),
         row("optimisation", "batch and packing",

@@ -59,10 +59,7 @@ Protocol, paper vs here (cpu, gpu, paper scales; same: as the paper):
   the input and each sublayer's output, the attention weights, the MLP's hidden units and the
   last norm's output, q.k unscaled (W_q drawn sqrt(head dim) smaller), output tied to the
   embedding (x d_model^-0.5). Why: cpu: no dropout, as with it at the cpu recipe's lr and step
-  cap NoPE and ALiBi fit 0 of 6 on count_copy (scripts/mcgill_t5_rest.py);
-  scripts/mcgill_own_head.py reruns the cpu configs with a head of their own (the cpu scale
-  before 2026-12-04) and scripts/mcgill_our_block.py with our block (pre-LayerNorm, GELU with
-  biases, q.k / sqrt(head dim)) for comparison
+  cap NoPE and ALiBi fit 0 of 6 on count_copy
 - model / attention logits. Paper: q.k unscaled for every encoding, W_q initialised with std
   (d_model d_kv)^-0.5 [McGill-NLP/length-generalization src/models/custom_t5_decoder_only.py,
   CustomT5Attention]. Here: cpu, gpu, paper: same.
@@ -216,8 +213,8 @@ single symbols against T5 SentencePiece tokens with a prompt prefix, 128 test se
 against 500. docs/reproductions.md (`pe-research report`) sets these 63 runs beside the paper's
 curves.
 
-Until 2026-12-04 the cpu scale had an output head of its own (scripts/mcgill_own_head.py reruns
-those configs). Its runtime and result, all three tasks, 3 seeds, T5's block, on the 2-core machine
+Until 2026-12-04 the cpu scale had an output head of its own. Its runtime and result, all three
+tasks, 3 seeds, T5's block, on the 2-core machine
 (fp32 peak 415 GFLOP/s, 2026-12-03): `pe-research sweep mcgill --workers 2`, commit 47d58e2, 58 min
 27 s for 48 runs in 16 trainings; the other 15 (ALiBi and NoPE on copy; the paper's T5, ALiBi and
 NoPE on count_copy) are the identical configs run 14 min 14 s earlier by the code that became
@@ -227,7 +224,7 @@ changes these programs), copied into the sweep folder, which then skipped them. 
 21-40 (the paper's aggregate), mean +- std over seeds (fit / seeds): the own head column of the
 table above; beside it there, the same configs with our block (pre-LayerNorm, GELU MLP with
 biases, q.k / sqrt(head dim); the paper's T5 then `t5(shared=True, scaled=False)`), the sweep of
-2026-12-02 (commits 59f30e4 and ebd0bce; `scripts/mcgill_our_block.py` reruns it).
+2026-12-02 (commits 59f30e4 and ebd0bce).
 Mean reciprocal rank over the 9 (task, seed) queries of the three tasks, their notebook's
 computation, ranking every run: ALiBi .58, Rotary 25% .56, NoPE .55, T5 (the paper's form) .39,
 sinusoidal .21 (with unfit runs ranked last: NoPE .55, ALiBi .55, T5 .46, Rotary 25% .43,
@@ -273,7 +270,7 @@ cell marked unfit), and steps to fit:
 The tied head takes NoPE to the paper's number and leaves T5 at 0 (the paper's form reads .20 at
 n = 21 with dropout, 0 from 22 on): neither the head nor dropout is why T5 fails count_copy
 here. Of the candidates above, model size, the learning rate and the training length remain.
-Dropout does not fit the cpu recipe (2026-12-04, commit 79f1e16, scripts/mcgill_t5_rest.py,
+Dropout does not fit the cpu recipe (2026-12-04, commit 79f1e16,
 count_copy, 2 workers, 20 min a training): with T5_REST NoPE and ALiBi fit 0 of 3 seeds each by
 the 2,000-step cap (exact match at 20 of .46-.91 and .86-.95; beyond it .53 +- .28 and .16 +-
 .04, unfit runs), their fit checks swinging by up to .5 from one check to the next at lr 3e-3
@@ -477,10 +474,7 @@ PROTOCOL = Protocol(
                                                  ", untied output")
                for s, v in SCALES.items()},
             why="cpu: no dropout, as with it at the cpu recipe's lr and step cap NoPE and "
-            "ALiBi fit 0 of 6 on count_copy (scripts/mcgill_t5_rest.py); "
-            "scripts/mcgill_own_head.py reruns the cpu configs with a head of their own (the "
-            "cpu scale before 2026-12-04) and scripts/mcgill_our_block.py with our block "
-            "(pre-LayerNorm, GELU with biases, q.k / sqrt(head dim)) for comparison"),
+            "ALiBi fit 0 of 6 on count_copy"),
         row("model", "attention logits",
             "q.k unscaled for every encoding, W_q initialised with std (d_model d_kv)^-0.5",
             f"{REPO} {MODEL_FILE}, CustomT5Attention",
