@@ -20,7 +20,7 @@ head; absolute sinusoidal) and, beside them, ours: T5 with a table per layer, an
 whole head. 7 encodings x 3 tasks x 3 seeds = 63 runs in 21 trainings.
 
 The paper's numbers on these tasks, recomputed from their released per-run results
-(`python scripts/mcgill_paper_numbers.py results/sanity_check.jsonl` of
+(`python experiments/mcgill_paper_numbers.py results/sanity_check.jsonl` of
 McGill-NLP/length-generalization; PAPER_EXACT_MATCH below): exact match over lengths 21-40,
 mean +- std over their 3 seeds, and the mean reciprocal rank over the 9 (task, seed) queries of
 these three tasks, computed as their notebook computes it:
@@ -365,7 +365,7 @@ embeddings (t5-base's T5Config). The gpu and paper scales run it. The cpu scale 
 but does not drop: dropout at the cpu recipe's lr and step cap leaves runs unfit (the docstring's
 "The tied head and dropout")."""
 PAPER_ENCODINGS = {
-    # The names their released results use (scripts/mcgill_paper_numbers.py) -> the encoding
+    # The names their released results use (experiments/mcgill_paper_numbers.py) -> the encoding
     # they trained, in our terms. Under T5_BLOCK's qk_scale 'init' the model leaves q.k unscaled,
     # so T5's bias adds to unscaled logits with t5's default scaled=True.
     "nope": encodings.get("nope"),
@@ -573,7 +573,7 @@ PROTOCOL = Protocol(
 # -- the paper's numbers -------------------------------------------------------------------------
 
 # Recomputed from McGill-NLP/length-generalization results/sanity_check.jsonl (commit
-# 40f8a445f976d795ff0e19fc2b7530e36386eabc) by scripts/mcgill_paper_numbers.py: 45 runs, the
+# 40f8a445f976d795ff0e19fc2b7530e36386eabc) by experiments/mcgill_paper_numbers.py: 45 runs, the
 # tasks copy (split cmc_tr20_ts40), count_copy (rsc_tr20_ts40), reverse (mc_tr20_ts40), 5
 # encodings, 3 seeds. Exact match over lengths 21-40: mean, sample std over the seeds.
 PAPER_EXACT_MATCH = {
@@ -702,7 +702,7 @@ def paper_vs_here(rows: list[dict]) -> str:
             metric="exact_match",
             lengths=TEST_LENGTHS,
             source="Kazemnejad et al. 2023, recomputed from their released runs "
-            "(results/sanity_check.jsonl, scripts/mcgill_paper_numbers.py): exact match at "
+            "(results/sanity_check.jsonl, experiments/mcgill_paper_numbers.py): exact match at "
             "lengths 21-40 after training on <= 20, mean over 3 seeds",
         )
     ]

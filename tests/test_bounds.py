@@ -50,7 +50,7 @@ def shipped_configs():
     """Every run config of every experiment file, at its CPU scale."""
     return [
         cfg
-        for path in sorted(EXPERIMENTS.glob("*.py"))
+        for path in experiments.experiment_files(EXPERIMENTS)
         for cfg in experiments.experiment_runs(experiments.load_experiment(str(path)))
     ]
 

@@ -9,12 +9,19 @@ from pe_research.config import series_label, task_label
 from pe_research.sweeps import experiments, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = sorted(p.stem for p in (ROOT / "experiments").glob("*.py"))
+EXPERIMENTS = [p.stem for p in experiments.experiment_files(ROOT / "experiments")]
 
 
 def test_the_studies_of_the_issue_are_shipped():
     expected = {"default", "mcgill", "randomized", "prope", "rope_base", "context_extension"}
     assert expected | {"grid2d"} <= set(EXPERIMENTS)
+
+
+def test_a_module_beside_the_experiments_without_runs_is_not_an_experiment():
+    assert (ROOT / "experiments" / "mcgill_paper_numbers.py").exists()
+    assert "mcgill_paper_numbers" not in EXPERIMENTS
+    with pytest.raises(ValueError, match="must define runs"):
+        experiments.load_experiment(str(ROOT / "experiments" / "mcgill_paper_numbers.py"))
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)

@@ -314,7 +314,7 @@ def test_position_limit_draws_every_start_that_stays_under_the_limit():
 
 
 def test_mcgill_numbers_are_recomputed_from_per_run_results(tmp_path):
-    """scripts/mcgill_paper_numbers.py on a file in the released format: per-task means and std
+    """experiments/mcgill_paper_numbers.py on a file in the released format: per-task means and std
     over seeds, and the MRR with ties broken in file order, against a hand computation."""
     lines = []
     values = {  # (split, pe) -> per seed, exact match at 21..40 (constant per run)
@@ -335,7 +335,7 @@ def test_mcgill_numbers_are_recomputed_from_per_run_results(tmp_path):
     path = tmp_path / "sanity_check.jsonl"
     path.write_text("\n".join(lines))
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "mcgill_paper_numbers.py"), str(path)],
+        [sys.executable, str(ROOT / "experiments" / "mcgill_paper_numbers.py"), str(path)],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert "('count_copy', 'nope'): (0.9000, 0.1000)" in out

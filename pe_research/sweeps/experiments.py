@@ -1,5 +1,6 @@
 """Experiment files: one study per file in ./experiments/, a `runs(scale=...)` function returning
-run configs; the presets its scales share.
+run configs; the presets its scales share. A module in ./experiments/ without `runs` is a tool
+beside the experiments (mcgill_paper_numbers.py), not an experiment.
 
 An experiment file's docstring gives the exact command, the runtime and the result of a real
 run. `SCALES` maps a scale name (`cpu`, the default, `gpu`, and `paper` for a reproduction at
@@ -16,6 +17,7 @@ of summary.md, and `figures(rows) -> dict[str, Figure]`, figures written next to
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.util
 import inspect
@@ -79,13 +81,29 @@ evaluation as published), where an experiment has one; its docstring's protocol 
 still differs."""
 
 
+def experiment_files(folder: Path = Path("experiments")) -> list[Path]:
+    """The experiments in `folder`: its .py files that define `runs` at the top level (read, not
+    imported; the modules beside them without `runs` are tools, such as mcgill_paper_numbers.py)."""
+
+    def defines_runs(path: Path) -> bool:
+        names = set()
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        return "runs" in names
+
+    return [p for p in sorted(folder.glob("*.py")) if defines_runs(p)]
+
+
 def with_paper_scale(folder: Path = Path("experiments")) -> list[str]:
     """The experiments in `folder` that define a `paper` scale."""
-    names = []
-    for path in sorted(folder.glob("*.py")):
-        if path.stem != "__init__" and PAPER in getattr(load_experiment(str(path)), "SCALES", {}):
-            names.append(path.stem)
-    return names
+    return [
+        path.stem
+        for path in experiment_files(folder)
+        if PAPER in getattr(load_experiment(str(path)), "SCALES", {})
+    ]
 
 
 def load_experiment(name_or_path: str) -> ModuleType:
@@ -95,7 +113,7 @@ def load_experiment(name_or_path: str) -> ModuleType:
     if path.suffix != ".py":
         path = Path("experiments") / f"{name_or_path}.py"
     if not path.exists():
-        known = sorted(p.stem for p in Path("experiments").glob("*.py") if p.stem != "__init__")
+        known = [p.stem for p in experiment_files()] if Path("experiments").is_dir() else []
         raise FileNotFoundError(
             f"No experiment file {path}. Known experiments in ./experiments: "
             f"{', '.join(known) or 'none (run from the repository root)'}."

@@ -43,7 +43,7 @@ _WHERE = re.compile(r"^`experiments/([\w-]+)\.py`, `([\w-]+)` scale", re.MULTILI
 def reproductions(folder: Path = Path("experiments")) -> list[tuple[str, ModuleType]]:
     """(name, module) of every experiment in `folder` that reproduces a paper (has PROTOCOL)."""
     out = []
-    for path in sorted(folder.glob("*.py")):
+    for path in experiments.experiment_files(folder):
         module = experiments.load_experiment(str(path))
         if getattr(module, "PROTOCOL", None) is not None:
             out.append((path.stem, module))
