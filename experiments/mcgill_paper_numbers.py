@@ -103,7 +103,9 @@ def mean_reciprocal_rank(runs: list[dict]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sanity_check", type=Path, help="results/sanity_check.jsonl")
     args = parser.parse_args()
     runs = read_runs(args.sanity_check)
