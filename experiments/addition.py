@@ -36,7 +36,7 @@ CHO_BLOCK = dict(
 RMSNorm before each sublayer and after each residual add, a gated-GELU MLP without biases, T5's
 attention (q.k unscaled, W_q drawn 1/sqrt(head dim) smaller). Every scale runs it."""
 CPU_RECIPE = dict(learning_rate=1e-3, adam_b2=0.95, weight_decay=0.0)
-"""What the cpu scale changes in the fit recipe's optimiser (scripts/addition_recipes.py)."""
+"""What the cpu scale changes in the fit recipe's optimiser."""
 CPU_TRAIN = dataclasses.replace(FIT_TRAIN, train_length=8, steps=4000, **CPU_RECIPE)
 """The fit recipe with the paper's optimizer (AdamW betas (0.9, 0.95), no weight decay) at lr
 1e-3, 10x the paper's, and a 4,000-step cap: the recipe that trains the headline model in this
@@ -157,7 +157,7 @@ PROTOCOL = Protocol(
             **_per_scale(lambda s: describe.optimiser(s["train"])), paper=SAME,
             why="training until fit within a few thousand steps of a small batch needs a "
             "higher rate (cpu 1e-3, gpu 5e-4), kept with the paper's betas and no weight "
-            "decay (the cpu recipe: scripts/addition_recipes.py)"),
+            "decay (the cpu recipe)"),
         row("optimisation", "batch and steps", "batch 1,000, 50,000 steps",
             f"{RUN} (bs=1000, training.n_steps=50000)",
             **_per_scale(lambda s: describe.schedule(s["train"])), paper=SAME,

@@ -42,7 +42,7 @@ embeddings (t5-base's T5Config). The gpu and paper scales run it. The cpu scale 
 but does not drop: dropout at the cpu recipe's lr and step cap leaves runs unfit
 (docs/notes/mcgill-cpu-scale.md)."""
 PAPER_ENCODINGS = {
-    # The names their released results use (scripts/mcgill_paper_numbers.py) -> the encoding
+    # The names their released results use (experiments/mcgill_paper_numbers.py) -> the encoding
     # they trained, in our terms. Under T5_BLOCK's qk_scale 'init' the model leaves q.k unscaled,
     # so T5's bias adds to unscaled logits with t5's default scaled=True.
     "nope": encodings.get("nope"),
@@ -147,10 +147,7 @@ PROTOCOL = Protocol(
                                                  ", untied output")
                for s, v in SCALES.items()},
             why="cpu: no dropout, as with it at the cpu recipe's lr and step cap NoPE and "
-            "ALiBi fit 0 of 6 on count_copy (scripts/mcgill_t5_rest.py); "
-            "scripts/mcgill_own_head.py reruns the cpu configs with a head of their own (the "
-            "cpu scale before 2026-12-04) and scripts/mcgill_our_block.py with our block "
-            "(pre-LayerNorm, GELU with biases, q.k / sqrt(head dim)) for comparison"),
+            "ALiBi fit 0 of 6 on count_copy"),
         row("model", "attention logits",
             "q.k unscaled for every encoding, W_q initialised with std (d_model d_kv)^-0.5",
             f"{REPO} {MODEL_FILE}, CustomT5Attention",
@@ -249,7 +246,7 @@ PROTOCOL = Protocol(
 # -- the paper's numbers -------------------------------------------------------------------------
 
 # Recomputed from McGill-NLP/length-generalization results/sanity_check.jsonl (commit
-# 40f8a445f976d795ff0e19fc2b7530e36386eabc) by scripts/mcgill_paper_numbers.py: 45 runs, the
+# 40f8a445f976d795ff0e19fc2b7530e36386eabc) by experiments/mcgill_paper_numbers.py: 45 runs, the
 # tasks copy (split cmc_tr20_ts40), count_copy (rsc_tr20_ts40), reverse (mc_tr20_ts40), 5
 # encodings, 3 seeds. Exact match over lengths 21-40: mean, sample std over the seeds.
 PAPER_EXACT_MATCH = {
@@ -378,7 +375,7 @@ def paper_vs_here(rows: list[dict]) -> str:
             metric="exact_match",
             lengths=TEST_LENGTHS,
             source="Kazemnejad et al. 2023, recomputed from their released runs "
-            "(results/sanity_check.jsonl, scripts/mcgill_paper_numbers.py): exact match at "
+            "(results/sanity_check.jsonl, experiments/mcgill_paper_numbers.py): exact match at "
             "lengths 21-40 after training on <= 20, mean over 3 seeds",
         )
     ]

@@ -13,7 +13,8 @@ Layers, each importing only those below it (pyproject.toml [tool.importlinter] c
     train, training/              the pure step, packed programs, the loop, checkpoints, evaluation
     runs/ | data.catalog          run directories and their files; building datasets
     data.loader, data.builders | data.text    built evaluation sets, frozen corpora
-    model, config, tasks | positions, encodings | metrics | data.corpus, registry | data.store
+    model, config | normalizations, tasks | positions, encodings | metrics | data.corpus,
+    registry | data.store
 """
 
 __version__ = "0.1.0"

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from pe_research import normalizations
 from pe_research.config import ModelConfig
 from pe_research.encodings import Encoding
 
@@ -106,7 +107,7 @@ class Attention(nnx.Module):
         self.pe = _params(encoding.init_layer(rngs.params(), cfg.dims()))
         # The normalization's own learned parameters (ssmax's scales; none for the others):
         # initialised without drawing a key, so the other parameters are drawn as before.
-        self.norm = _params(NORMALIZATION_PARAMS.get(cfg.normalization, _no_params)(H))
+        self.norm = _params(normalizations.init_params(cfg.normalization, H))
         # Sowing from inside attend_in_chunks (lax.map + checkpoint) would leak tracers, so
         # capture is a switch for analysis: on, attention runs in one call and is recorded.
         self.capture_attention = False
@@ -210,7 +211,8 @@ class Attention(nnx.Module):
         allowed_BLM = jnp.broadcast_to(valid_BL[:, None, :], (q_BLHK.shape[0], L, L))
         if self.causal:
             allowed_BLM = allowed_BLM & jnp.tril(jnp.ones((L, L), bool))[None]
-        probs_BHLM = NORMALIZATIONS[self.normalization](logits_BHLM, allowed_BLM, **norm)
+        normalize = normalizations.NORMALIZATIONS[self.normalization]
+        probs_BHLM = normalize(logits_BHLM, allowed_BLM, **norm)
         weights_BHLM = probs_BHLM
         if keys_B is not None:
             weights_BHLM = jax.vmap(lambda k, p: dropout(p, self.weights_dropout, k))(
@@ -246,84 +248,6 @@ class Attention(nnx.Module):
             is_causal=self.causal,
             implementation=None,  # XLA's kernel unless JAX picks a fused one (cuDNN) itself
         )
-
-
-def softmax(logits_BHLM: jax.Array, allowed_BLM: jax.Array) -> jax.Array:
-    """Softmax over the allowed keys (float32)."""
-    logits_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM, jnp.finfo(jnp.float32).min)
-    return jax.nn.softmax(logits_BHLM, axis=-1)
-
-
-def stick_breaking(logits_BHLM: jax.Array, allowed_BLM: jax.Array) -> jax.Array:
-    """Stick-breaking weights (Tan et al., 2024, "Scaling Stick-Breaking Attention", arXiv
-    2410.17980): A_ij = beta_ij prod_{j<k<i} (1 - beta_ik), beta = sigmoid(logits), over allowed
-    keys j < i (the query's own token excluded, as in the formula); no normalisation, so a row
-    sums to at most 1 (the first token's row is 0).
-
-    In log space, log A_ij = log sigmoid(z_ij) + sum_{j<k<i} log sigmoid(-z_ik): a suffix sum
-    over keys, float32, with no product of many factors below 1.
-    """
-    L, M = logits_BHLM.shape[-2:]
-    before_B1LM = (allowed_BLM & jnp.tril(jnp.ones((L, M), bool), k=-1)[None])[:, None]
-    log_rest_BHLM = jnp.where(before_B1LM, jax.nn.log_sigmoid(-logits_BHLM), 0.0)
-    # sum_{k >= j} of the allowed terms, less the k = j term: the keys strictly between.
-    suffix_BHLM = jnp.flip(jnp.cumsum(jnp.flip(log_rest_BHLM, axis=-1), axis=-1), axis=-1)
-    log_probs_BHLM = jax.nn.log_sigmoid(logits_BHLM) + suffix_BHLM - log_rest_BHLM
-    return jnp.where(before_B1LM, jnp.exp(log_probs_BHLM), 0.0)
-
-
-def ssmax(logits_BHLM: jax.Array, allowed_BLM: jax.Array, *, scale_H: jax.Array) -> jax.Array:
-    """Scalable-Softmax (Nakanishi, 2025, arXiv 2501.19399, "Scalable-Softmax Is Superior for
-    Attention"): softmax over the allowed keys of (s_h log n) z, n the number of keys the query
-    attends to, s learned per layer and head (init 1, the asentmax code's "nakanishi" scale):
-    n^(s z_j) / sum_k n^(s z_k), whose largest weight does not fade as n grows."""
-    n_B1L1 = jnp.sum(allowed_BLM, axis=-1, dtype=jnp.float32)[:, None, :, None]
-    scale_1H11 = scale_H.astype(jnp.float32)[None, :, None, None]
-    return softmax(logits_BHLM * scale_1H11 * jnp.log(jnp.maximum(n_B1L1, 1.0)), allowed_BLM)
-
-
-def entmax15(logits_BHLM: jax.Array, allowed_BLM: jax.Array) -> jax.Array:
-    """1.5-entmax over the allowed keys (Peters, Niculae and Martins, 2019, arXiv 1905.05702,
-    "Sparse Sequence-to-Sequence Models"), the alpha of ASEntmax (Vasylenko et al., 2025):
-    p_j = [z_j / 2 - tau]_+^2 with tau such that the p sum to 1; sparse, so a query can give
-    far keys exactly zero weight. Exact, by sorting (their Algorithm 2): for the k largest
-    z / 2, tau_k = mean_k - sqrt((1 - k var_k) / k), and tau is tau_k at the largest k with
-    tau_k <= the k-th largest. Gradients flow through the sort and the chosen support."""
-    # Masked keys at a large finite negative value sort last and never join the support; an
-    # infinity would turn the running sums into NaN.
-    dtype = jnp.promote_types(logits_BHLM.dtype, jnp.float32)  # float64 when given
-    x_BHLM = jnp.where(allowed_BLM[:, None], logits_BHLM.astype(dtype) / 2, -1e4)
-    x_BHLM = x_BHLM - jax.lax.stop_gradient(jnp.max(x_BHLM, axis=-1, keepdims=True))
-    sorted_BHLM = -jnp.sort(-x_BHLM, axis=-1)
-    k_M = jnp.arange(1, x_BHLM.shape[-1] + 1, dtype=dtype)[None, None, None]
-    mean_BHLM = jnp.cumsum(sorted_BHLM, axis=-1) / k_M
-    mean_sq_BHLM = jnp.cumsum(sorted_BHLM * sorted_BHLM, axis=-1) / k_M
-    delta_BHLM = (1 - k_M * (mean_sq_BHLM - mean_BHLM * mean_BHLM)) / k_M
-    # sqrt only where delta > 0: at 0 its derivative is infinite, and 0 * inf would turn the
-    # (zero) cotangent of every unchosen support size into NaN.
-    positive_BHLM = delta_BHLM > 0
-    root_BHLM = jnp.where(positive_BHLM, jnp.sqrt(jnp.where(positive_BHLM, delta_BHLM, 1.0)), 0.0)
-    tau_BHLM = mean_BHLM - root_BHLM
-    support_BHL1 = jnp.sum(tau_BHLM <= sorted_BHLM, axis=-1, keepdims=True)
-    tau_BHL1 = jnp.take_along_axis(tau_BHLM, support_BHL1 - 1, axis=-1)
-    probs_BHLM = jnp.square(jnp.maximum(x_BHLM - tau_BHL1, 0.0))
-    return jnp.where(allowed_BLM[:, None], probs_BHLM, 0.0)
-
-
-# ModelConfig.normalization -> (logits_BHLM, allowed_BLM, **its parameters) -> float32
-# weights_BHLM, and the normalizations with learned parameters: num_heads -> their initial
-# values (per attention layer).
-NORMALIZATIONS = {
-    "softmax": softmax,
-    "stick_breaking": stick_breaking,
-    "ssmax": ssmax,
-    "entmax15": entmax15,
-}
-NORMALIZATION_PARAMS = {"ssmax": lambda num_heads: {"scale_H": jnp.ones((num_heads,))}}
-
-
-def _no_params(num_heads: int) -> dict[str, jax.Array]:
-    return {}
 
 
 def use_dot_product(attention: str) -> bool:

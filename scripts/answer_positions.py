@@ -14,29 +14,6 @@ row, weighted by how many tokens each position scores, is the run's token accura
 With --overall it prints, per length, the whole answer's token accuracy and exact match (those
 of eval.jsonl, at any lengths), and --plot draws token accuracy against length, one line per
 run: a sweep evaluates every 1x of the training length, which can step over a narrow peak.
-
-Result on addition's headline model (experiments/addition.py: learned absolute + coupling, its
-table initialised as the paper's; its three seeds of 2026-12-02, commit 2340436, all fit):
-every sum digit but the last stays at .91-1.00 to 24 digits, while the last digit (the carry
-out) and END fall to .70 / .66 at 12 digits, .56 / .48 at 16 and .57 / .45 at 24 (all 1.00 at
-8, the training length): the model adds beyond its training length but does not know where the
-sum stops. In Cho et al.'s block (the experiment since 2026-12-03; its three seeds of commit
-2a30637, 2026-12-05, two stopped at their fit at .95, the third at .945 at its step cap; 33 s):
-the same picture, the other sum digits .95-1.00 to 16 digits, the carry out and END .86 / .93 at
-12, .85 / .90 at 16, .87 / .78 at 24 (END .50 at 32).
-
-Result of --overall on the rotary copy runs of the leaderboard (experiments/leaderboard.py: 4
-layers, d_model 64, 4 heads of 16, base 10,000, trained on 1-16, all fit at 16; commit ed5da60):
-RoPE seed 0, xPos seed 0 and the RoPE/NoPE mixture seed 1 at 16 and every even length 20-130
-(1 min 52 s; docs/leaderboard/copy_rotary_length_scan.png). Token accuracy is .06-.10 away from
-the peaks beyond 16 and peaks at 36 (.78 / .79 / .92), 56 (.15 / .10 / .32), 76 (.15 / .10 /
-.34), 96 (.36 / .32 / .54) and 116 (.09 / .08 / .23): one peak every 20 symbols, at 16 + k x
-19.87, where 19.87 = 2 pi / 10000^(-1/8) is the wavelength of a head's second rotary frequency.
-There the distance from an answer token back to its source (n + 1) differs from a trained one by
-whole turns of that frequency, and the model reads it as trained (a reading of the periodicity,
-not a measured mechanism). It explains the spike at 96 of every rotary encoding in the
-leaderboard's copy row (RoPE, xPos, M-RoPE and the mixture, .15 to .54 against .06-.11 at the
-other lengths): the row's 1x-8x lengths, 16, 32, ..., 128, meet only that one of the five peaks.
 """
 
 from __future__ import annotations
@@ -106,7 +83,9 @@ def plot_scan(per_run: dict[str, dict[int, dict]], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dirs", nargs="+", type=Path)
     parser.add_argument("--lengths", nargs="*", type=int, default=None)
     parser.add_argument("--out", type=Path, default=None)

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pe_research import bench, runs
-
 
 def table(rows: list[dict]) -> str:
     lines = [
@@ -54,10 +52,15 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bench"))
     parser.add_argument("--skip-example", action="store_true")
     args = parser.parse_args()
+    # Imported after parsing: --help and argument errors answer without loading jax.
+    from pe_research import bench, runs
+
     rows = []
     for name in bench.WORKLOADS:
         rows.append(bench.run_workload(name))

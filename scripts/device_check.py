@@ -245,7 +245,9 @@ def failures(data: dict[str, Any]) -> list[str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", type=Path, default=Path("runs/device"))
     p.add_argument("--budget", type=float, default=480, help="seconds for all sections")
     p.add_argument(

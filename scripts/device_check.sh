@@ -10,6 +10,10 @@
 # OUT (default runs/device; the device machine sets it to the folder that comes back), IMPORTS
 # (the modules the install check imports). --install-only stops after that check.
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" # the comment above
+    exit 0
+fi
 cd "$(dirname "$0")/.."
 
 WHEELS=${WHEELS:-.whl}

@@ -13,6 +13,16 @@
 # `tar xzf runs.tar.gz` in the repository root, then `pe-research sweep EXPERIMENT` writes the
 # tables (finished runs are skipped). Environment: OUT (default runs/device).
 set -euo pipefail
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; } # the comment above
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    usage
+    exit 0
+fi
+if (($# < 2)); then
+    echo "device_sweeps: give SECONDS and at least one SPEC, e.g. 420 mcgill::copy:2" >&2
+    usage >&2
+    exit 2
+fi
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/device}
 seconds=$1

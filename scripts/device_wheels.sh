@@ -8,6 +8,10 @@
 # own dependencies (absl-py, etils, fsspec, zipp, typing-extensions, cloudpickle, attrs, six,
 # wrapt, psutil, pyarrow, requests: /work/.library/device/KINDS.md lists the whole image).
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" # the comment above
+    exit 0
+fi
 
 # pe-research's dependencies missing from the image, and theirs (read from each wheel's METADATA
 # Requires-Dist), at the versions the CPU environment is tested with. One version of each: two

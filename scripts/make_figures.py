@@ -8,19 +8,25 @@ Reads the finished runs at or below SWEEP_DIR and writes <kind>_<metric>.{png,pd
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-import tyro
 
-from pe_research import runs
-from pe_research.sweeps import plotting
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("sweep_dir", type=Path)
+    parser.add_argument("--out", type=Path, default=None, help="default: SWEEP_DIR/figures")
+    args = parser.parse_args(argv)
+    # Imported after parsing: --help and argument errors answer without loading jax.
+    from pe_research import runs
+    from pe_research.sweeps import plotting
 
-
-def main(sweep_dir: tyro.conf.Positional[Path], out: Path | None = None) -> None:
-    rows = list(runs.eval_rows(runs.find_runs([sweep_dir])))
-    for path in plotting.write_figures(rows, out or sweep_dir / "figures"):
+    rows = list(runs.eval_rows(runs.find_runs([args.sweep_dir])))
+    for path in plotting.write_figures(rows, args.out or args.sweep_dir / "figures"):
         print(f"Wrote {path}")
 
 
 if __name__ == "__main__":
-    tyro.cli(main)
+    main()

@@ -31,21 +31,23 @@ import sys
 import time
 from pathlib import Path
 
-import jax
-
-from pe_research import bench, runs, train
-from pe_research.training.flops import matmul_flops
+# jax and pe_research are imported where they are used, after parsing: --help and argument
+# errors answer without loading them.
 
 
 def peer_flops_per_step(cfg, max_length: int) -> float:
     """The peer's matmul FLOPs per step, averaged over its curriculum: batch x (forward at 2n
     tokens, its input then one empty token per output, no separator) x 3."""
+    from pe_research.training.flops import matmul_flops
+
     per_length = [matmul_flops(cfg, 2 * n) for n in range(1, max_length + 1)]
     return 3 * cfg.train.batch_size * statistics.mean(per_length)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--peer-src", type=Path, required=True)
     parser.add_argument("--peer-python", default="python")
     parser.add_argument("--buckets", type=int, default=8)
@@ -58,6 +60,9 @@ def main() -> None:
             f"{args.peer_src}/randomized_positional_encodings/ not found: --peer-src is the folder "
             "that holds the peer's checkout under that name."
         )
+    import jax
+
+    from pe_research import bench, runs, train
 
     cfg = bench.WORKLOADS["peer-curriculum"].cfg
     cfg = dataclasses.replace(

@@ -17,19 +17,21 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from pe_research import bench, train
-from pe_research.sweeps import cost, experiments
-from pe_research.training import flops
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("experiment")
     parser.add_argument("--scale", default=None)
     parser.add_argument("--steps", type=int, default=10, help="timed steps per window")
     parser.add_argument("--repeats", type=int, default=3, help="timed windows (median taken)")
     parser.add_argument("--probes", type=int, default=2, help="trainings timed")
     args = parser.parse_args()
+    # Imported after parsing: --help and argument errors answer without loading jax.
+    from pe_research import bench, train
+    from pe_research.sweeps import cost, experiments
+    from pe_research.training import flops
 
     module = experiments.load_experiment(args.experiment)
     configs = experiments.experiment_runs(module, args.scale)

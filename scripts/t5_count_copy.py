@@ -1,15 +1,15 @@
-"""Why does T5's relative bias score 0 on count_copy beyond the training length here?
+"""Why does T5's relative bias fail count_copy beyond the training length here?
 
     python scripts/t5_count_copy.py --from-sweep runs/mcgill [--out runs/t5_count_copy]
     python scripts/t5_count_copy.py [--out runs/t5_count_copy] [--seeds 0 1 2] [--preset fit]
 
 Kazemnejad et al. (2023) report T5 at .77 exact match on count_copy at lengths 21-40 after
-training on <= 20; `pe-research sweep mcgill` gets 1.0 in distribution and 0.00 beyond. This
-script tests one explanation: T5 buckets relative distances (32 buckets, unidirectional: 16
-exact, then log-spaced up to 128), a count_copy sequence of n symbols spans distances up to
-2n, so training on n <= 20 only ever reads buckets 0-23, and evaluation at n = 24-40 reads
-buckets 24-28 too, whose rows hold their random initialisation (std d_model**-0.5) because no
-gradient ever reached them.
+training on <= 20, where `pe-research sweep mcgill` fits the training lengths and scores far
+lower beyond them. This script tests one explanation: T5 buckets relative distances (32
+buckets, unidirectional: 16 exact, then log-spaced up to 128), a count_copy sequence of n
+symbols spans distances up to 2n, so training on n <= 20 only ever reads buckets 0-23, and
+evaluation at n = 24-40 reads buckets 24-28 too, whose rows hold their random initialisation
+(std d_model**-0.5) because no gradient ever reached them.
 
 With --from-sweep it reads the finished count_copy T5 runs of a mcgill sweep folder (both forms,
 ours and the paper's shared unscaled table, every seed, from their final checkpoints: nothing is
@@ -25,21 +25,6 @@ If the zeroed or clamped parameters generalize where the trained ones do not, th
 are the cause, not model size or training length. It also prints how many answers the models
 emit before END, and per table the size of the trained rows next to the untrained ones. Rows go
 to OUT/t5_count_copy.json (OUT/<encoding folder>/ with --from-sweep).
-
-Result on the mcgill sweep of 2026-12-02 (`--from-sweep runs/mcgill`, 1 min 45 s on the idle
-2-core machine): exact match over 21-40 is 0.000 as trained, zeroed and clamped,
-in both forms and every seed. Both emit END too early, and by more the longer the prompt: the
-paper's form after 20-21 answers at n = 24 and 25-29 at n = 40, ours after 17-18 at n = 24. The
-untrained rows are smaller than the trained ones (mean |bias| .08-.12 against .24-.34) and are
-not the cause. The same on the count_copy runs of commit ebd0bce (rerun, 1 min 20 s; mean
-|bias| .08-.12 against .25-.34): every number above unchanged.
-
-In T5's block (mcgill since 2026-12-03; the sweep of commit b65f231, 1 min 27 s beside another
-sweep), the same picture: over 21-40 ours scores 0.000 however the untrained rows are set, and
-the paper's form .033 as trained, .031 zeroed, .027 clamped (.40 at n = 24, where one seed of
-three reaches .96). Both stop early, by more the longer the prompt: the paper's form after 20-25
-answers at n = 24 and 26-37 at n = 40, ours after 17-19 at n = 24 and 24-30 at n = 40 (a few
-sequences at n = 36 and 40 stop at once). Untrained rows .08-.12 against trained .25-.32.
 """
 
 from __future__ import annotations
@@ -222,7 +207,9 @@ def dissect(base: RunConfig, graphdef, params_S, seeds: list[int], out: Path) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/t5_count_copy"))
     parser.add_argument(
         "--from-sweep", type=Path, default=None, metavar="DIR",

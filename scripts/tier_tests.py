@@ -36,7 +36,9 @@ def node_id(classname: str, name: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument(
         "junit_xml", type=Path, nargs="+", help="timed runs; a test's slowest counts"
     )

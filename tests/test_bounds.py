@@ -27,7 +27,6 @@ refuses up front), and a clamped gather.
 """
 
 import dataclasses
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -43,15 +42,13 @@ from pe_research.sweeps import experiments
 from pe_research.tasks import ByteLM
 from pe_research.training import evaluate
 
-EXPERIMENTS = Path(__file__).parents[1] / "experiments"
-
 
 def shipped_configs():
-    """Every run config of every experiment file, at its CPU scale."""
+    """Every run config of every experiment, at its CPU scale."""
     return [
         cfg
-        for path in sorted(EXPERIMENTS.glob("*.py"))
-        for cfg in experiments.experiment_runs(experiments.load_experiment(str(path)))
+        for name in experiments.names()
+        for cfg in experiments.experiment_runs(experiments.load_experiment(name))
     ]
 
 

@@ -129,8 +129,7 @@ print("HEAVY", heavy, "EXIT", code)
 @pytest.mark.parametrize("argv", [["--help"], ["train", "--help"], ["train", "--no-such-option"]])
 def test_parsing_arguments_imports_only_the_config(argv):
     """`--help` and argument errors import the typed config (jax, flax) and nothing a command
-    imports only when it runs, which made `pe-research --help` 1.6 s slower than jax and flax
-    (scripts/bench_startup.py measures it)."""
+    imports only when it runs, which made `pe-research --help` 1.6 s slower than jax and flax."""
     code = PARSE_ONLY.format(heavy=HEAVY)
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
     assert "HEAVY [] EXIT" in out.stdout, out.stdout + out.stderr

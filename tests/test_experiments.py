@@ -18,6 +18,13 @@ def test_the_studies_of_the_issue_are_shipped():
     assert expected | {"grid2d"} <= set(EXPERIMENTS)
 
 
+def test_a_module_beside_the_experiments_without_runs_is_not_an_experiment():
+    assert (ROOT / "experiments" / "mcgill_paper_numbers.py").exists()
+    assert "mcgill_paper_numbers" not in EXPERIMENTS
+    with pytest.raises(ValueError, match="must define runs"):
+        experiments.load_experiment(str(ROOT / "experiments" / "mcgill_paper_numbers.py"))
+
+
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_runs_are_valid_at_every_scale(name):
     module = experiments.load_experiment(str(ROOT / "experiments" / f"{name}.py"))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from pe_research import encodings, positions, runs, tasks
+from pe_research import encodings, normalizations, positions, runs, tasks
 from pe_research import model as model_lib
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.encodings import DAPE, NAPE, FoPE, PaTH, PoPE, Temperature
@@ -318,11 +318,11 @@ def test_entmax15_matches_bisection_and_its_gradient_in_float64():
     allowed = allowed_mask()
     w = RNG.normal(size=z.shape)
     with jax.enable_x64(True):
-        p = np.asarray(model_lib.entmax15(jnp.asarray(z), jnp.asarray(allowed)))
+        p = np.asarray(normalizations.entmax15(jnp.asarray(z), jnp.asarray(allowed)))
 
         @jax.jit
         def f(z):
-            return jnp.sum(jnp.asarray(w) * model_lib.entmax15(z, jnp.asarray(allowed)))
+            return jnp.sum(jnp.asarray(w) * normalizations.entmax15(z, jnp.asarray(allowed)))
 
         grad = np.asarray(jax.grad(f)(jnp.asarray(z)))
         numeric = np.zeros_like(z)
@@ -342,7 +342,9 @@ def test_ssmax_is_softmax_of_log_n_scaled_logits():
     z = RNG.normal(size=(2, 3, 5, 7))
     allowed = allowed_mask()
     s = np.array([0.5, 1.0, 2.0])
-    p = np.asarray(model_lib.ssmax(jnp.asarray(z), jnp.asarray(allowed), scale_H=jnp.asarray(s)))
+    p = np.asarray(
+        normalizations.ssmax(jnp.asarray(z), jnp.asarray(allowed), scale_H=jnp.asarray(s))
+    )
     for b, h, i in np.ndindex(2, 3, 5):
         a = allowed[b, i]
         n = a.sum()

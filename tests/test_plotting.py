@@ -161,7 +161,7 @@ def test_cli_plot_heatmap_pdf_and_make_figures_script(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("make_figures", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    script.main(tmp_path / "sweep", out=tmp_path / "figs")
+    script.main([str(tmp_path / "sweep"), "--out", str(tmp_path / "figs")])
     written = sorted(p.name for p in (tmp_path / "figs").iterdir())
     assert written == sorted(
         f"{stem}_{metric}.{fmt}"

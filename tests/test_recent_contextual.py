@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from pe_research import encodings
+from pe_research import encodings, normalizations
 from pe_research import model as model_lib
 from pe_research.config import ModelConfig, RunConfig
 from pe_research.encodings import ForgettingGate, Mixture, NoPE, RNoPE, RoPE
@@ -205,7 +205,7 @@ def test_stick_breaking_equals_the_loop_formula():
     z_BHLM = jax.random.normal(jax.random.key(0), (2, 2, 7, 7)) * 2.0
     valid_BL = jnp.array([[True] * 7, [True] * 5 + [False] * 2])
     allowed_BLM = valid_BL[:, None, :] & jnp.tril(jnp.ones((7, 7), bool))[None]
-    got_BHLM = np.asarray(model_lib.stick_breaking(z_BHLM, allowed_BLM))
+    got_BHLM = np.asarray(normalizations.stick_breaking(z_BHLM, allowed_BLM))
     for b in range(2):
         for h in range(2):
             expected = loop_stick_breaking(

@@ -139,87 +139,17 @@ def test_the_cpu_scale_keeps_the_protocol(name):
     assert kinds(module.runs("cpu")) == kinds(module.runs("paper"))
 
 
-def test_the_block_comparisons_change_only_the_block():
-    """scripts/mcgill_our_block.py is mcgill with the model's default block and head (the
-    paper's T5 then unscales its own logits); scripts/addition_our_block.py is addition with our
-    block and the fit recipe (its runs before 2026-12-03)."""
-    block = ("norm", "norm_position", "mlp", "mlp_bias", "qk_scale")
-
-    def without_block(cfg, fields=block):
-        return dataclasses.replace(cfg, model=dataclasses.replace(
-            cfg.model, **{k: getattr(ModelConfig(), k) for k in fields}))  # fmt: skip
-
-    mcgill, ours = load("mcgill"), experiments.load_experiment(
-        str(ROOT / "scripts" / "mcgill_our_block.py"))  # fmt: skip
-    t5_paper = mcgill.PAPER_ENCODINGS["t5"]
-    for theirs, here in zip(mcgill.runs(), ours.runs(), strict=True):
-        assert all(getattr(here.model, k) == getattr(ModelConfig(), k) for k in block)
-        if theirs.encoding == t5_paper:
-            assert here.encoding == encodings.get("t5", shared=True, scaled=False)
-            here = dataclasses.replace(here, encoding=t5_paper)
-        assert here == without_block(theirs, (*block, "tie_embeddings"))
-    addition = load("addition")
-    recipe = tuple(addition.CPU_RECIPE)
-    earlier = experiments.load_experiment(str(ROOT / "scripts" / "addition_our_block.py")).runs()
-    assert all(getattr(c.model, k) == getattr(ModelConfig(), k) for c in earlier for k in block)
-    assert all(
-        getattr(c.train, k) == getattr(experiments.FIT_TRAIN, k) for c in earlier for k in recipe
-    )
-    assert all(getattr(c.model, k) == v for c in addition.runs() for k, v in
-               addition.CHO_BLOCK.items())  # fmt: skip
-    for theirs, here in zip(addition.runs(), earlier, strict=True):
-        headline = theirs.encoding == addition.HEADLINE
-        assert here.train.steps == (10_000 if headline else theirs.train.steps)
-        assert dataclasses.replace(here, train=dataclasses.replace(here.train, **{
-            k: getattr(theirs.train, k) for k in (*recipe, "steps")})) == without_block(
-            theirs)  # fmt: skip
-
-
-def test_the_own_head_probe_changes_only_the_head_and_the_paper_scales_run_the_rest_of_t5():
-    """scripts/mcgill_own_head.py is mcgill's cpu scale without T5's tied head and nothing else
-    (its configs those of the cpu scale before the head was tied), the our-block probe keeps its
-    own head too; mcgill's gpu and paper scales drop at T5's sites and tie the head, as their
-    decoder does; randomized drops as Ruoss et al.'s encoder at every scale."""
+def test_mcgill_cpu_ties_the_head_without_dropout_and_the_paper_scales_run_the_rest_of_t5():
+    """mcgill's cpu scale ties T5's head and drops nothing; its gpu and paper scales drop at T5's
+    sites and tie the head, as their decoder does; randomized drops as Ruoss et al.'s encoder at
+    every scale."""
     mcgill = load("mcgill")
-    own = experiments.load_experiment(str(ROOT / "scripts" / "mcgill_own_head.py")).runs()
-    ours = experiments.load_experiment(str(ROOT / "scripts" / "mcgill_our_block.py")).runs()
-    for theirs, here in zip(mcgill.runs(), own, strict=True):
-        assert theirs.model.tie_embeddings and not here.model.tie_embeddings
-        assert theirs.model.dropout == 0.0
-        assert dataclasses.replace(here, model=theirs.model) == theirs
-        assert "tie_embeddings" not in json.dumps(here.identity())
-    assert not any(c.model.tie_embeddings for c in ours)
+    assert {(c.model.dropout, c.model.tie_embeddings) for c in mcgill.runs()} == {(0.0, True)}
     for scale in ("gpu", "paper"):
         assert {(c.model.dropout, c.model.dropout_sites, c.model.tie_embeddings)
                 for c in mcgill.runs(scale)} == {(0.1, "t5", True)}  # fmt: skip
     assert {(c.model.dropout, c.model.dropout_sites) for scale in ("cpu", "gpu", "paper")
             for c in load("randomized").runs(scale)} == {(0.1, "residual")}  # fmt: skip
-
-
-def test_addition_hints_earlier_runs_differ_only_in_the_optimiser():
-    """scripts/addition_hints_fit_preset.py is addition_hints with the fit preset's lr and b2 and
-    the 4,000-step cap (its runs before 2026-12-03); the recipe probe's long runs are the
-    experiment's own runs of the paper's recipe, so a sweep of either reuses the other's."""
-    hints = load("addition_hints")
-
-    def load_script(name):
-        return experiments.load_experiment(str(ROOT / "scripts" / name))
-
-    changed = ("learning_rate", "adam_b2", "steps")
-    earlier = load_script("addition_hints_fit_preset.py").runs()
-    assert all(
-        (c.train.learning_rate, c.train.adam_b2, c.train.steps, c.train.weight_decay)
-        == (experiments.FIT_TRAIN.learning_rate, experiments.FIT_TRAIN.adam_b2, 4000, 0.1)
-        for c in earlier
-    )
-    for theirs, here in zip(hints.runs(), earlier, strict=True):
-        assert here != theirs
-        assert dataclasses.replace(here, train=dataclasses.replace(here.train, **{
-            k: getattr(theirs.train, k) for k in changed})) == theirs  # fmt: skip
-    probe = load_script("addition_hints_recipes.py").runs()
-    recipe = [c for c in hints.runs() if c.positions.name == "randomized"]
-    assert len(recipe) == 3 and all(c in probe for c in recipe)
-    assert all(c.train.steps == 4000 for c in probe if c not in recipe)
 
 
 def test_addition_hints_figure_draws_each_variants_best_seed_on_multiples_of_its_train_length():
@@ -390,7 +320,7 @@ def test_position_limit_draws_every_start_that_stays_under_the_limit():
 
 
 def test_mcgill_numbers_are_recomputed_from_per_run_results(tmp_path):
-    """scripts/mcgill_paper_numbers.py on a file in the released format: per-task means and std
+    """experiments/mcgill_paper_numbers.py on a file in the released format: per-task means and std
     over seeds, and the MRR with ties broken in file order, against a hand computation."""
     lines = []
     values = {  # (split, pe) -> per seed, exact match at 21..40 (constant per run)
@@ -411,7 +341,7 @@ def test_mcgill_numbers_are_recomputed_from_per_run_results(tmp_path):
     path = tmp_path / "sanity_check.jsonl"
     path.write_text("\n".join(lines))
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "mcgill_paper_numbers.py"), str(path)],
+        [sys.executable, str(ROOT / "experiments" / "mcgill_paper_numbers.py"), str(path)],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert "('count_copy', 'nope'): (0.9000, 0.1000)" in out

@@ -29,9 +29,9 @@ from the generators once per step. Larger blocks fall back on expm: a scaling an
 degree-8 Taylor polynomial per token, or for commuting generators at integer positions the
 products of tabulated expms of the positions' base-16 digits (block_rotation.py). Rounding grows
 about as ||p G|| 2^-24, as RoPE's angles do; positions must stay below 2^24, where float32 stops
-counting integers. A training step (scripts/learned_rotation_cost.py: the default model, copy of
-1-16 symbols at batch 64, 2-D on grid sides 1-4 at batch 32; 2 shared CPU cores, 2026-12-01,
-each version against RoPE in the same process), before -> after the closed form, as a multiple
+counting integers. A training step (scripts/encoding_cost.py: the default model, copy of 1-16
+symbols at batch 64, 2-D on grid sides 1-4 at batch 32; 2 shared CPU cores, each version against
+RoPE in the same process), before -> after the closed form, as a multiple
 of RoPE's (rope_nd's in 2-D): liere 6.4x -> 1.7x, comrope 6.7x -> 1.9x, liere block 2 2.8x ->
 1.1x, liere 2-D 104x -> 2.1x, comrope 2-D 36x -> 2.2x.
 """

@@ -1,7 +1,8 @@
 """Kazemnejad et al. (2023)'s numbers on the tasks experiments/mcgill.py runs, recomputed from
-their released per-run results, so that "paper vs here" compares like with like.
+their released per-run results, so that "paper vs here" compares like with like. A tool beside
+the experiment, not one itself (it has no `runs`).
 
-    python scripts/mcgill_paper_numbers.py PATH/TO/results/sanity_check.jsonl
+    python experiments/mcgill_paper_numbers.py PATH/TO/results/sanity_check.jsonl
 
 The file is McGill-NLP/length-generalization's `results/sanity_check.jsonl` (one JSON object per
 W&B run of the "sanity check" tasks: copy, reverse and their variants). Each trained model is a
@@ -102,7 +103,9 @@ def mean_reciprocal_rank(runs: list[dict]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("sanity_check", type=Path, help="results/sanity_check.jsonl")
     args = parser.parse_args()
     runs = read_runs(args.sanity_check)
