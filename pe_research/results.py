@@ -130,10 +130,15 @@ def _plain(value: Any) -> Any:
 
 
 def from_runs(
-    run_dirs: Iterable[Path], *, experiment: str | None = None, scale: str | None = None
+    run_dirs: Iterable[Path],
+    *,
+    experiment: str | None = None,
+    scale: str | None = None,
+    strict: bool = False,
 ) -> Tables:
     """The tables of the finished (done or failed) runs among `run_dirs`; unfinished ones are
-    left out. A run whose files cannot be read is left out with a warning naming the file."""
+    left out. A run whose files cannot be read is left out with a warning naming the file, or,
+    if `strict`, fails with that error."""
     result, curves = [], []
     labels = {"experiment": experiment, "scale": scale}
     for run_dir in map(Path, run_dirs):
@@ -142,6 +147,8 @@ def from_runs(
         try:
             run_result, run_curves = _run_rows(run_dir, labels)
         except (ValueError, FileNotFoundError) as e:
+            if strict:
+                raise
             warnings.warn(f"left out {run_dir}: {e}", stacklevel=2)
             continue
         result += run_result
@@ -237,10 +244,11 @@ def read(folder: Path) -> Tables:
     return Tables(results, curves)
 
 
-def load(path: Path | str) -> pd.DataFrame:
+def load(path: Path | str, strict: bool = False) -> pd.DataFrame:
     """Results as one DataFrame (one row per run x evaluation length), from a folder holding
     results.parquet, from that file, or from the finished run directories at or below a folder
-    (which warns and gives an empty frame with COLUMNS if there are none)."""
+    (which warns and gives an empty frame with COLUMNS if there are none; a run whose files
+    cannot be read is left out with a warning, or fails the call if `strict`)."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist.")
@@ -248,7 +256,7 @@ def load(path: Path | str) -> pd.DataFrame:
         return pd.read_parquet(path)
     if has_tables(path):
         return read(path).results
-    tables = from_runs(directory.finished_runs(path))
+    tables = from_runs(directory.finished_runs(path), strict=strict)
     if tables.results.empty:
         warnings.warn(
             f"no finished runs (directories with config.json and DONE or FAILED) under {path}, "

@@ -85,7 +85,7 @@ def test_tables_mark_what_is_not_a_score():
     best = unpadded(leaderboard.best_per_task(rows_of(tie)))
     assert (
         "| copy | lucky (1/2 fit), steady (2/2 fit), third (1/1 fit): 0.50 "
-        "| steady (2/2 fit), third (1/1 fit): 1.00 | |"
+        "| steady (2/2 fit), third (1/1 fit): 1.00 |"
     ) in best
     nothing = leaderboard.best_per_task(rows_of([("copy", "never", False, 0.3, 0.3)]))
     assert "none generalizes (0.00)" in nothing

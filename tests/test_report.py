@@ -96,7 +96,7 @@ def test_every_page_comes_from_the_tables_alone(project):
     assert readme.startswith("# A project\n\nIntro.\n\n<!-- results: begin -->\n")
     assert readme.endswith("<!-- results: end -->\n\nMore.\n") and "\nold\n" not in readme
     assert re.search(
-        r"\| Tiny et al. 2099 \| \[`tiny`\]\(docs/results/tiny/summary.md\) \| cpu +\| 2 of 4",
+        r"\| Tiny et al. 2099 \| \[`tiny`\]\(docs/results/tiny/summary.md\) \| cpu +\| 4 +\| 2 +\|",
         readme,
     )
     assert report.check(docs / "results", docs, project / "README.md") == []

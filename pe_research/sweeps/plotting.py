@@ -320,7 +320,7 @@ def plot_runs(
 ) -> list[dict[str, Any]]:
     """Draw `kind` of `metric` for the runs of `paths` (results folders or tables, or folders of
     run directories: results.load) into `out` (format from its suffix); returns the rows drawn."""
-    frames = [results.load(p) for p in paths]
+    frames = [results.load(p, strict=True) for p in paths]  # a damaged run fails, named
     rows = [r for frame in frames for r in results.as_rows(frame)]
     if not rows:
         raise ValueError(f"No finished runs under {', '.join(map(str, paths))}.")

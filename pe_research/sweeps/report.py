@@ -121,7 +121,8 @@ def readme_block(sweeps: list[Sweep], readme_dir: Path) -> str:
         page = _relative(main.folder / pages.PAGE, readme_dir)
         parts.append(
             f"### The main job\n\n{main.metric} at 2x / 8x the training length, mean over the "
-            f"seeds that fit:\n\n{summary.glance_table(main.rows, main.metric)}\n\n"
+            "seeds that fit; unfit: the run did not learn its task (its exact match at the "
+            f"training length):\n\n{summary.glance_table(main.rows, main.metric)}\n\n"
             f"{_short_provenance(main)} Tables and figures: [{page}]({page})."
         )
     if (board := by_name.get((LEADERBOARD, "cpu"))) is not None:

@@ -442,13 +442,17 @@ def glance_table(
     rows: list[dict[str, Any]], metric: str = metrics.DEFAULT_METRIC, multiples=(2, 8)
 ) -> str:
     """Markdown: tasks x encodings, each cell `metric` at 2x / 8x the training length, the mean
-    over the seeds that fit; "unfit" where none did (with the fit count where some did not)."""
+    over the seeds that fit (with the fit count where some did not); where none did, "unfit"
+    and its exact match at the training length (the mean over seeds)."""
     frame = pd.DataFrame([r for r in rows if not is_failed_row(r)])
     if frame.empty:
         return ""
     frame["multiple"] = frame["length"] / frame["train_length"]
-    per_run = frame.groupby(["task", "encoding", "run"]).agg(fit=("fit", "first"))
+    per_run = frame.groupby(["task", "encoding", "run"]).agg(
+        fit=("fit", "first"), fit_exact_match=("fit_exact_match", "first")
+    )
     fit = per_run.groupby(["task", "encoding"])["fit"].agg(["sum", "count"]).astype(int)
+    at_fit = per_run.groupby(["task", "encoding"])["fit_exact_match"].mean()
     at = frame[frame["multiple"].isin(multiples) & frame["fit"].fillna(True).astype(bool)]
     means = at.pivot_table(index=["task", "encoding"], columns="multiple", values=metric)
     tasks = sorted(frame["task"].unique())
@@ -462,7 +466,7 @@ def glance_table(
                 continue
             n_fit, n = fit.loc[(task, enc)]
             if n_fit == 0:
-                line.append("unfit" if n == 1 else f"unfit (0/{n})")
+                line.append(f"unfit ({at_fit.loc[(task, enc)]:.3f})")
                 continue
             values = [means.loc[(task, enc)].get(float(k)) for k in multiples]
             text = " / ".join("-" if v is None or v != v else f"{v:.2f}" for v in values)
