@@ -9,8 +9,10 @@ Dimension key for array names (`x_BLD`, `logits_BHLM`, ...) and einsum strings:
 
 Layers, each importing only those below it (pyproject.toml [tool.importlinter] checks this):
     cli
-    bench | sweeps/ | essay/      speed; experiments, summaries, plots; the essay and analysis
-    train, training/              the pure step, packed programs, the loop, checkpoints, evaluation
+    experiments (the top-level experiments/ folder, installed as pe_research.experiments)
+    bench | sweeps/ | essay/      speed; sweeps, tables, pages, plots; the essay and analysis
+    train | results, training/    the pure step, packed programs, the loop, checkpoints,
+                                  evaluation; results tables of finished runs
     runs/ | data.catalog          run directories and their files; building datasets
     data.loader, data.builders | data.text    built evaluation sets, frozen corpora
     model, config | normalizations, tasks | positions, encodings | metrics | data.corpus,

@@ -1,9 +1,11 @@
-"""Regenerate every figure of a sweep: line and heatmap plots of each metric, as PNG and PDF.
+"""Every figure of a sweep: line and heatmap plots of each metric, and steps to fit, as PNG and
+PDF (a sweep's page shows its own metric's only).
 
-    python scripts/make_figures.py runs/default [--out runs/default/figures]
+    python scripts/make_figures.py docs/results/default [--out figures/default]
 
-Reads the finished runs at or below SWEEP_DIR and writes <kind>_<metric>.{png,pdf} into --out
-(default SWEEP_DIR/figures). Same figures as `pe-research plot --kind lines|heatmap`.
+Reads a results folder (or the finished runs at or below a folder: pe_research.results.load) and
+writes <kind>_<metric>.{png,pdf} into --out (default SWEEP_DIR/figures). Same figures as
+`pe-research plot --kind lines|heatmap`.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=None, help="default: SWEEP_DIR/figures")
     args = parser.parse_args(argv)
     # Imported after parsing: --help and argument errors answer without loading jax.
-    from pe_research import runs
+    from pe_research import results
     from pe_research.sweeps import plotting
 
-    rows = list(runs.eval_rows(runs.find_runs([args.sweep_dir])))
+    rows = results.as_rows(results.load(args.sweep_dir, strict=True))
     for path in plotting.write_figures(rows, args.out or args.sweep_dir / "figures"):
         print(f"Wrote {path}")
 

@@ -222,7 +222,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--preset", choices=["earlier", "fit"], default="earlier",
-        help="earlier: the McGill CPU preset before issue 14 (2 layers, 500 steps, batch 32); "
+        help="earlier: a small preset (2 layers, 500 steps, batch 32); "
         "fit: 4 layers, FIT_TRAIN until fit, at training length 20, in our block (mcgill's own "
         "runs, in T5's block: --from-sweep runs/mcgill)",
     )  # fmt: skip

@@ -66,7 +66,6 @@ _REGISTRY: Registry[Encoding] = Registry(
         RNoPE,
         LieRE,
         ComRoPE,
-        # round two (issue 25)
         FoPE,
         PoPE,
         DAPE,

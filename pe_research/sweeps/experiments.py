@@ -66,10 +66,8 @@ FIT_TRAIN = TrainConfig(
 """The fit experiments' training (mcgill, addition, leaderboard, ...): until fit (exact match
 >= 0.95 at the training length, checked every 100 steps), at most 2,000 steps, lr 3e-3 after 200
 warm-up steps, cosine decay over the 2,000, lengths drawn in 4 stratified buckets. Models fit as
-the learning rate anneals, so the cap sets when: at cap 2,000 the main job's runs fit by
-100-1,900 steps, at cap 4,000 and lr 1e-3 they needed up to 3,300, and at cap 1,500 the hardest
-runs no longer fit (scripts/search_recipes.py, table in experiments/default.py). The main job
-itself trains at lr 5e-3 after 300 warm-up steps since 2026-12-03 (default.MAIN_TRAIN)."""
+the learning rate anneals, so the cap sets when (docs/notes/main-job-recipe.md). The main job
+trains at lr 5e-3 after 300 warm-up steps (default.MAIN_TRAIN)."""
 
 
 def gpu_train(**changes) -> TrainConfig:

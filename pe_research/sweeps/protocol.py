@@ -7,9 +7,9 @@ scale of the experiment: `SAME` where it matches the paper, else what we do, and
 say why ("scaled down for 2 CPU cores" is a reason; "simpler" is not). A paper cell we could not
 check against the paper's text from this machine is marked `verified=False` and rendered with †.
 
-The table is written three ways from one definition: `markdown()` for summary.md and the
-reproduction report, `text()` for the experiment's docstring (tests check that the docstring
-holds it), and `differences(scale)` for the report's one-line verdict.
+The table is written three ways from one definition: `markdown()` for the sweep's page and
+docs/reproductions.md, `text()` for a terminal, and `differences(scale)` for the report's
+one-line verdict.
 """
 
 from __future__ import annotations
@@ -135,6 +135,5 @@ class Protocol:
 
 
 def normalized(text: str) -> str:
-    """`text` with every run of whitespace made one space: a docstring holds `Protocol.text()`
-    when normalized(docstring) contains normalized(text)."""
+    """`text` with every run of whitespace made one space (to find a phrase in wrapped text)."""
     return " ".join(text.split())

@@ -239,11 +239,8 @@ class LocalCount(Task):
     in the paper's input pattern `{bos_token} {text} {eos_token}` with target `{no_loss} {text}
     {no_loss}` (deep-spin/asentmax, synthetic/configs/data/local_count.yaml); SEP is the start, END
     the end. Without them the first run has no token before it, and its counts are absolute
-    positions: on the leaderboard's recipe every encoding but learned, binary and sin/cos then
-    stalls at token accuracy .74 at 16, about 4 tokens wrong per sequence at any length (the
-    leaderboard's 84 runs of 2026-12-05 without the markers, not kept; ALiBi's seed 0 again with
-    bos_eos=False: .74 at 16, no fit, where with the markers it fits at step 1,300). Vocabulary: the
-    alphabet, PAD, SEP, BLANK (unused), the counts 0..max_reps-1, END.
+    positions, which most encodings then fail to learn on the leaderboard's recipe.
+    Vocabulary: the alphabet, PAD, SEP, BLANK (unused), the counts 0..max_reps-1, END.
     """
 
     name = "local_count"
