@@ -71,6 +71,8 @@ def sweep(
     scale: str | None = None,
     metric: MetricName | None = None,
     shard: str | None = None,
+    shard_count: int | None = None,
+    lease: float = 600.0,
     coordinator: str | None = None,
     num_processes: int | None = None,
     process_id: int | None = None,
@@ -104,6 +106,8 @@ def sweep(
 
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}: give a number of processes.")
+    if shard_count is not None and shard != "auto":
+        raise ValueError("--shard-count goes with --shard auto (--shard I/N gives the count).")
     sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
     done, _ = sweep_lib.run_experiment(
@@ -112,7 +116,7 @@ def sweep(
         results_dir=results,
         scale=scale,
         metric=metric,
-        shard=None if shard is None else sweep_lib.parse_shard(shard),
+        shard=None if shard is None else sweep_lib.parse_shard(shard, shard_count),
         progress=progress,
         retry_failed=retry_failed,
         checkpoint_every=checkpoint_every,
@@ -120,6 +124,7 @@ def sweep(
         summarize=summarize,
         tasks=tasks or None,
         tables_only=tables_only,
+        lease_s=lease,
     )
     if done.abandoned:  # a scheduler or script must not read this as success
         logs = ", ".join(done.failed_workers)

@@ -16,11 +16,13 @@ resumes from them: a run whose rows are in its folder's table is not trained aga
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +226,42 @@ def _atomic(path: Path, write_to: Any) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+WRITE_LOCK = ".tables.lock"
+"""FOLDER/.tables.lock: held (exclusively created) by the process writing the folder's tables."""
+
+
+@contextlib.contextmanager
+def writing(folder: Path, wait_s: float = 120.0) -> Iterator[None]:
+    """Hold the folder's write lock while reading, merging and writing its tables, so that two
+    processes ending at once do not each write a table without the other's runs. A lock older
+    than `wait_s` was left by a process that died mid-write, and is taken."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = folder / WRITE_LOCK
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            break
+        except FileExistsError:
+            try:
+                if time.time() - lock.stat().st_mtime > wait_s:
+                    lock.unlink(missing_ok=True)
+                    continue
+            except FileNotFoundError:
+                continue
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{lock} has been held for {wait_s:g} s: another process is writing the "
+                    "tables, or died doing it; delete the file if no sweep writes there."
+                ) from None
+            time.sleep(0.1)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
 
 
 def has_tables(folder: Path) -> bool:

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 import pytest
 
-from pe_research import cli, runs, train
+from pe_research import cli, results, runs, train
 from pe_research.sweeps import experiments, sweep
 from pe_research.training import checkpoints
 
@@ -142,10 +142,13 @@ def test_sweep_killed_and_rerun_skips_finished_runs_and_resumes_the_interrupted(
     cli.main(["sweep", str(experiment), "--out", str(tmp_path / "run"), *flags])
     cli.main(["sweep", str(experiment), "--out", str(tmp_path / "reference"), *flags])
     assert (dirs[0] / runs.DONE).stat().st_mtime_ns == first_done  # not trained again
-    for name in ("summary.md", "results.csv"):
-        ours = (tmp_path / "run" / name).read_text().replace(str(tmp_path / "run"), "OUT")
-        theirs = (tmp_path / "reference" / name).read_text()
-        assert ours == theirs.replace(str(tmp_path / "reference"), "OUT"), name
+    ours = (tmp_path / "run" / "summary.md").read_text().replace(str(tmp_path / "run"), "OUT")
+    theirs = (tmp_path / "reference" / "summary.md").read_text()
+    assert ours == theirs.replace(str(tmp_path / "reference"), "OUT")
+    # Every result of the table (not when or how fast: timings, compile counts, finish times).
+    kept = [*results.LABELS, *results.METRICS, *results.VERDICT]
+    ours, theirs = (results.load(tmp_path / d)[kept] for d in ("run", "reference"))
+    assert ours.equals(theirs), ours.compare(theirs)
     for d in dirs:
         ref = tmp_path / "reference" / d.relative_to(tmp_path / "run")
         assert rows(d / runs.METRICS) == rows(ref / runs.METRICS)

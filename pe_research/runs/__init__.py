@@ -3,14 +3,25 @@
     files.py       atomic writes, JSONL rows, write errors that say what to do
     provenance.py  which code and machine produced a run
     directory.py   a run directory's files and lifecycle: prepare, DONE, FAILED, config.json
-    claims.py      one process trains a run at a time (LOCK)
+    claims.py      one process trains a run at a time (LOCK): leases that expire
     rows.py        tidy rows of finished runs (pe_research.results makes the tables)
     events.py      the TensorBoard view of a run: its event file, rebuilt from the JSONL rows
 
 The names below are the public API of run storage (`from pe_research import runs`).
 """
 
-from pe_research.runs.claims import claim_holder, holder_pid, is_claimed, release, try_claim
+from pe_research.runs.claims import (
+    HEARTBEAT_S,
+    LEASE_S,
+    beat,
+    check_folder,
+    check_lease,
+    claim_holder,
+    holder_pid,
+    is_claimed,
+    release,
+    try_claim,
+)
 from pe_research.runs.directory import (
     CHECKPOINTS,
     CONFIG,
@@ -61,6 +72,7 @@ from pe_research.runs.rows import (
 )
 
 __all__ = [
+    "HEARTBEAT_S", "LEASE_S", "beat", "check_folder", "check_lease",
     "CHECKPOINTS", "CONFIG", "DONE", "EVAL", "FAILED", "FIT", "GENERALIZATION_MULTIPLES", "LOCK",
     "METRICS", "UNFIT", "EventLog", "WriteError", "check_same_config", "claim_holder",
     "clear_failure", "code_version", "eval_rows", "event_files", "failed_rows", "failure",

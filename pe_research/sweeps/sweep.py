@@ -39,24 +39,64 @@ def run_dir_for(root: Path, cfg: RunConfig) -> Path:
     return Path(root) / runs.run_id(cfg)
 
 
-def parse_shard(spec: str) -> tuple[int, int]:
-    """Parse "I/N" (this process takes shard I, counted from 0, of N) into (I, N)."""
+def parse_shard(
+    spec: str, count: int | None = None, env: Mapping[str, str] | None = None
+) -> tuple[int, int]:
+    """ "I/N" (this process takes shard I, counted from 0, of N) as (I, N); "auto" reads the index
+    a scheduler gives (`scheduler_shard`), `count` overriding the number of shards."""
+    if spec.strip() == "auto":
+        return scheduler_shard(count, os.environ if env is None else env)
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec)
     if not m or not int(m[1]) < int(m[2]):
         raise ValueError(
             f"--shard {spec!r} is not I/N with 0 <= I < N: write e.g. --shard 0/4 on the first "
-            "of four hosts and --shard 3/4 on the last."
+            "of four hosts and --shard 3/4 on the last, or --shard auto under a scheduler."
         )
     return int(m[1]), int(m[2])
+
+
+def scheduler_shard(count: int | None, env: Mapping[str, str]) -> tuple[int, int]:
+    """(index, count) of this process from what its scheduler sets: a SLURM job array
+    (SLURM_ARRAY_TASK_ID, _MIN, _STEP and _COUNT), a Kubernetes Indexed Job (JOB_COMPLETION_INDEX,
+    with the count from `count` or JOB_COMPLETIONS), or a multi-process JAX job (its process index
+    and count, e.g. the hosts of a TPU pod)."""
+    if "SLURM_ARRAY_TASK_ID" in env:
+        step = int(env.get("SLURM_ARRAY_TASK_STEP", 1))
+        index = (int(env["SLURM_ARRAY_TASK_ID"]) - int(env.get("SLURM_ARRAY_TASK_MIN", 0))) // step
+        total = count or int(env.get("SLURM_ARRAY_TASK_COUNT", 0))
+        where = "SLURM_ARRAY_TASK_ID"
+    elif "JOB_COMPLETION_INDEX" in env:
+        index, total = int(env["JOB_COMPLETION_INDEX"]), count or int(env.get("JOB_COMPLETIONS", 0))
+        if not total:
+            raise ValueError(
+                "--shard auto: JOB_COMPLETION_INDEX is set (a Kubernetes Indexed Job) but not the "
+                "job's size: pass --shard-count N (the job's completions), or set JOB_COMPLETIONS "
+                "in the pod's environment."
+            )
+        where = "JOB_COMPLETION_INDEX"
+    elif jax.process_count() > 1:
+        return jax.process_index(), count or jax.process_count()
+    else:
+        raise ValueError(
+            "--shard auto found no scheduler's index: SLURM_ARRAY_TASK_ID (a SLURM job array), "
+            "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) are unset, and this is not a "
+            "multi-process JAX job (--coordinator). Start it under one of them, or give --shard "
+            "I/N."
+        )
+    if not 0 <= index < total:
+        raise ValueError(
+            f"--shard auto: {where} gives index {index}, outside the {total} shards; give "
+            "--shard-count N with the job's size."
+        )
+    return index, total
 
 
 def init_distributed(
     coordinator: str | None, num_processes: int | None, process_id: int | None
 ) -> None:
-    """Join a multi-process JAX job (coordinator HOST:PORT, or JAX_COORDINATOR_ADDRESS);
-    without either, a no-op. Call it before any JAX computation."""
-    import jax
-
+    """Join a multi-process JAX job (coordinator HOST:PORT, or JAX_COORDINATOR_ADDRESS; "auto"
+    lets JAX find the job from its environment: a TPU pod, SLURM, Kubernetes); without either,
+    a no-op. Call it before any JAX computation."""
     coordinator = coordinator or os.environ.get("JAX_COORDINATOR_ADDRESS")
     if coordinator is None:
         if num_processes is not None or process_id is not None:
@@ -68,7 +108,13 @@ def init_distributed(
             f"{num_processes}): number the processes 0, 1, ..., N-1."
         )
     jax.config.update("jax_cpu_collectives_implementation", "gloo")  # multi-process on CPU
-    jax.distributed.initialize(coordinator, num_processes, process_id)
+    # Processes of a sweep train different runs and never meet in a collective: the preemption
+    # service would only catch their SIGTERM (workers.exit_on_sigterm handles it).
+    jax.config.update("jax_enable_preemption_service", False)
+    if coordinator == "auto":
+        jax.distributed.initialize()
+    else:
+        jax.distributed.initialize(coordinator, num_processes, process_id)
 
 
 @dataclasses.dataclass
@@ -96,6 +142,8 @@ class SweepResult:
     failed: the command did not do its job (`pe-research sweep` exits with status 1)."""
     recorded: set[Path] = dataclasses.field(default_factory=set)
     """Runs whose rows are in the sweep's results table: finished, wherever they trained."""
+    taken_from_other_shards: list[Path] = dataclasses.field(default_factory=list)
+    """Runs of other shards, unclaimed, that this process trained once its own were done."""
 
     @property
     def ids(self) -> list[str]:
@@ -130,11 +178,13 @@ def run_sweep(
     checkpoint_every: int = train.CHECKPOINT_EVERY,
     workers: Mapping[int, str] | None = None,
     recorded: Collection[str] = (),
+    lease_s: float = runs.LEASE_S,
 ) -> SweepResult:
     """Train every run of this shard that is neither finished, nor in `recorded` (run ids of
-    the results table), nor claimed by a live process. `workers` names, by PID, the processes
-    on this host that this command started to share the sweep, so that the runs they hold are
-    reported as theirs.
+    the results table), nor claimed by a live process; then the runs of other shards that no
+    process holds. `workers` names, by PID, the processes on this host that this command started
+    to share the sweep, so that the runs they hold are reported as theirs. Claims are leases of
+    `lease_s` seconds (runs.claims).
 
     A failed run (its loss diverged; runs.mark_failed) is finished: it is not trained again,
     since it would fail the same way, unless `retry_failed`. A group whose training raises
@@ -192,14 +242,24 @@ def run_sweep(
     bar = tqdm(total=len(todo), desc="sweep", disable=not progress)
     ahead = grouping.CompileAhead(configs, [g for g in mine if any(i in todo_set for i in g)],
                           checkpoint_every)  # fmt: skip
-    for group in mine:
+    # Once its own shard is done, a process takes the groups of other shards that no process
+    # holds (their own process may be slow, gone, or not started yet): shards rebalance.
+    others = [g for g in groups if g not in mine]
+    others = (
+        others[shard[0] * len(others) // max(shard[1], 1) :]
+        + others[: shard[0] * len(others) // max(shard[1], 1)]
+    )
+    for group in mine + others:
+        own = group in mine
         ahead.next_after(group)
         claimed = []
         try:
             for i in group:
                 if skip(i):
                     continue
-                if not runs.try_claim(dirs[i]):
+                if not runs.try_claim(dirs[i], lease_s):
+                    if not own:
+                        continue
                     worker = (workers or {}).get(runs.holder_pid(dirs[i]))
                     if worker is not None:
                         out.held_by_workers[dirs[i]] = worker
@@ -210,14 +270,17 @@ def run_sweep(
                     runs.release(dirs[i])
                 else:
                     claimed.append(i)
+            if claimed and not own:
+                out.taken_from_other_shards += [dirs[i] for i in claimed]
+                tqdm.write(f"Taking over {_runs(len(claimed))} of another shard, unclaimed.")
             if claimed:
-                _train_claimed(
-                    configs, dirs, claimed, root, len(todo), out, progress, checkpoint_every
-                )
+                total = len(todo) + len(out.taken_from_other_shards)
+                _train_claimed(configs, dirs, claimed, root, total, out, progress, checkpoint_every)
         finally:
             for i in claimed:
                 runs.release(dirs[i])
-        bar.update(sum(i in todo_set for i in group))
+        if own:
+            bar.update(sum(i in todo_set for i in group))
     bar.close()
     ahead.close()
     _report(out, time.perf_counter() - t0)
@@ -319,6 +382,7 @@ def run_experiment(
     summarize: bool = True,
     tasks: Sequence[str] | None = None,
     tables_only: bool = False,
+    lease_s: float = runs.LEASE_S,
 ) -> tuple[SweepResult, list[Path]]:
     """Run an experiment (`pe-research sweep`): train its runs that are neither in its results
     table nor finished, print its tables, and write the table (and, once every run is in it,
@@ -333,9 +397,10 @@ def run_experiment(
     (process index, process count) of the JAX job; `tasks` (names) keeps only those tasks' runs.
 
     `workers` > 1 starts that many processes in all on this machine (workers.py); this one
-    waits for them and writes the tables. A sweep stopped by Ctrl-C or SIGTERM writes the table
-    of the runs finished so far before it exits. `summarize=False` trains and writes nothing
-    else; `tables_only` trains nothing.
+    waits for them and writes the tables. Claims on runs are leases of `lease_s` seconds
+    (runs.claims), so processes on several hosts can share `out`. A sweep stopped by Ctrl-C or
+    SIGTERM writes the table of the runs finished so far before it exits. `summarize=False`
+    trains and writes nothing else; `tables_only` trains nothing.
     """
     module = experiments.load_experiment(experiment)
     name = experiments.name_of(module)
@@ -358,6 +423,8 @@ def run_experiment(
             "--workers starts processes on this machine that share the whole sweep; it does not "
             "combine with --shard or a multi-process JAX job: drop one of them."
         )
+    runs.check_lease(lease_s)
+    runs.check_folder(out)
     recorded = {runs.run_id(c) for c in configs} & table.run_ids
     print(cost.estimate([c for c in configs if runs.run_id(c) not in recorded]).text())
     helpers: list[workers_lib.Worker] = []
@@ -366,7 +433,7 @@ def run_experiment(
             if workers > 1:
                 command = workers_lib.command_line(
                     experiment, out, results_dir, scale=scale, tasks=tasks,
-                    retry_failed=retry_failed, checkpoint_every=checkpoint_every,
+                    retry_failed=retry_failed, checkpoint_every=checkpoint_every, lease_s=lease_s,
                 )  # fmt: skip
                 helpers = workers_lib.start(workers - 1, command, out)
             done = run_sweep(
@@ -378,6 +445,7 @@ def run_experiment(
                 checkpoint_every=checkpoint_every,
                 workers={w.process.pid: w.name for w in helpers},
                 recorded=recorded,
+                lease_s=lease_s,
             )
             done.failed_workers = workers_lib.wait(helpers)
             if done.failed_workers:  # what no live process will finish was their share
@@ -428,13 +496,18 @@ def _write_tables(
     labels: dict[str, str],
     stopped: bool = False,
 ) -> results.Tables:
-    """The table of every finished run of the sweep, written to `results_dir`: the earlier
-    table's rows of the runs the sweep defines, then those of the runs finished in its run
-    folder (which replace their earlier rows)."""
+    """The table of every finished run of the sweep, written to `results_dir`: the table there
+    now (several processes of one sweep write it, each when it ends), or `table` if there is
+    none, keeps its rows of the runs the sweep defines; then those of the runs finished in the
+    run folder, which replace their earlier rows."""
     fresh = results.from_runs([d for d in done.dirs if runs.is_finished(d)], **labels)
-    merged = results.merge(table.only(done.ids), fresh)
+    with results.writing(results_dir):
+        if results.has_tables(results_dir):
+            table = results.read(results_dir)
+        merged = results.merge(table.only(done.ids), fresh)
+        if merged.run_ids:
+            results.write(results_dir, merged)
     if merged.run_ids:
-        results.write(results_dir, merged)
         why = " (the sweep was stopped: rerun it to train the others)" if stopped else ""
         print(f"Wrote the table of {len(merged.run_ids)} finished runs to {results_dir}{why}.",
               flush=True)  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -43,11 +44,12 @@ def command_line(
     tasks: Sequence[str] | None,
     retry_failed: bool,
     checkpoint_every: int,
+    lease_s: float,
 ) -> list[str]:
     """The sweep command a helper runs: the same sweep, training only (no tables)."""
     command = [sys.executable, "-m", "pe_research.cli", "sweep", experiment, "--out", str(out),
                "--results", str(results), "--no-progress", "--no-summarize",
-               "--checkpoint-every", str(checkpoint_every)]  # fmt: skip
+               "--checkpoint-every", str(checkpoint_every), "--lease", f"{lease_s:g}"]  # fmt: skip
     command += ["--scale", scale] if scale else []
     command += ["--retry-failed"] if retry_failed else []
     command += ["--tasks", *tasks] if tasks else []
@@ -87,6 +89,10 @@ def stop(helpers: list[Worker]) -> None:
         w.log.close()
 
 
+GRACE_S = 10.0
+"""Seconds a process has to reach its exit after SIGTERM before it is ended without cleanup."""
+
+
 @contextmanager
 def exit_on_sigterm(active: bool = True) -> Iterator[Callable[[], None]]:
     """Inside the block, SIGTERM raises SystemExit(143) in this (main) thread, so that the
@@ -97,7 +103,11 @@ def exit_on_sigterm(active: bool = True) -> Iterator[Callable[[], None]]:
     Python ignores an exception raised inside a garbage-collection callback (it prints
     "Exception ignored in: <function _xla_gc_callback ...>"), and JAX runs one on every
     collection, so a signal that lands there would be lost and the sweep train on: until the
-    exit has arrived, the handler sends the signal again a second later."""
+    exit has arrived, the handler sends the signal again a second later. And a main thread
+    blocked inside a call that never returns to Python (a wait on other processes) runs no
+    handler at all: a watcher thread, woken by the signal itself (signal.set_wakeup_fd), ends
+    the process (os._exit) if the exit has not arrived GRACE_S seconds later. Its runs resume
+    from their checkpoints, and its claims are stale at once on this host."""
     arrived = threading.Event()
 
     def send_again(signum: int) -> None:
@@ -111,15 +121,29 @@ def exit_on_sigterm(active: bool = True) -> Iterator[Callable[[], None]]:
             again.start()
         raise SystemExit(128 + signum)
 
-    before = None
+    def watch(wake: socket.socket) -> None:
+        with wake:
+            while signum := wake.recv(1):  # b"" once the block ends and the other end closes
+                if signum[0] == signal.SIGTERM and not arrived.wait(GRACE_S):
+                    print(f"No exit {GRACE_S:g} s after SIGTERM: ending now.", flush=True)
+                    os._exit(128 + signal.SIGTERM)
+
+    before, wakeup_before, pair = None, -1, None
     if active:
         try:
             before = signal.signal(signal.SIGTERM, handler)
         except ValueError:  # not the main thread: signals are the main thread's
             active = False
+    if active:
+        pair = socket.socketpair()
+        pair[1].setblocking(False)
+        wakeup_before = signal.set_wakeup_fd(pair[1].fileno(), warn_on_full_buffer=False)
+        threading.Thread(target=watch, args=(pair[0],), daemon=True).start()
     try:
         yield arrived.set
     finally:
         arrived.set()
         if active:
             signal.signal(signal.SIGTERM, before)
+            signal.set_wakeup_fd(wakeup_before)
+            pair[1].close()

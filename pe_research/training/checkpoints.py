@@ -31,12 +31,27 @@ KEEP = 3
 
 
 def manager(run_dir: Path, *, keep: int = KEEP) -> ocp.CheckpointManager:
+    """The checkpoint manager of one run, this process's alone.
+
+    By default orbax coordinates every save, deletion and folder creation across all processes
+    of a multi-process JAX job, as if each process held a shard of one model. Here each process
+    trains runs of its own (sweeps split runs, not models), at its own steps, so coordinating
+    would make a process wait at a barrier no other process reaches: the manager is told that
+    this process is the only one taking part."""
     # Orbax logs every save at INFO through absl; a run saves often, so keep it to warnings.
     logging.getLogger("absl").setLevel(logging.WARNING)
+    folder = (Path(run_dir) / DIR).absolute()
+    folder.mkdir(parents=True, exist_ok=True)  # orbax's create=True is a cross-process step
+    me = jax.process_index()
     return ocp.CheckpointManager(
-        (Path(run_dir) / DIR).absolute(),
+        folder,
         options=ocp.CheckpointManagerOptions(
-            max_to_keep=keep, cleanup_tmp_directories=True, create=True
+            max_to_keep=keep,
+            cleanup_tmp_directories=True,
+            create=False,
+            multiprocessing_options=ocp.options.MultiprocessingOptions(
+                primary_host=me, active_processes={me}
+            ),
         ),
     )
 

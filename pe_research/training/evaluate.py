@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -223,11 +224,13 @@ def evaluate_packed(
     *,
     progress: bool = False,
     values_S: Any = None,
+    each_length: Callable[[], None] | None = None,
 ) -> list[list[dict[str, Any]]]:
     """For each of S packed models (leading axis of params_S; packable numbers `values_S`,
     default cfg's), one row per evaluation length:
     token accuracy, exact match, loss, bucket and timing, and the data scored: the built set
-    `cfg.eval.data` (read from cfg.eval.data_dir) or fresh samples."""
+    `cfg.eval.data` (read from cfg.eval.data_dir) or fresh samples. `each_length` is called
+    before each length (the training loop refreshes its claims there)."""
     model_metrics = _metrics_program(eval_key(cfg), eval_graphdef(cfg, graphdef))
     data = cfg.task.describe_eval_data(cfg.eval.seed)
     if cfg.eval.data is not None:
@@ -238,6 +241,8 @@ def evaluate_packed(
     widths = buckets(cfg)
     rows_S: list[list[dict[str, Any]]] = [[] for _ in range(S)]
     for n, pad_to in tqdm(widths.items(), desc="eval", disable=not progress, leave=False):
+        if each_length is not None:
+            each_length()
         t0 = time.perf_counter()
         metrics = jax.device_get(model_metrics(params_S, values, *inputs[n]))
         seconds = round(time.perf_counter() - t0, 3)

@@ -223,6 +223,7 @@ def _loop(
     with tqdm(total=steps, initial=start, desc=desc, disable=not progress, leave=False) as bar:
         for step in range(start + per_call, steps + 1, per_call):
             state, metrics = prog.run(state, active_S)
+            runs.beat(log.run_dirs)  # the sweep's claims on these runs live on
             if pending is not None:
                 row = log.write(*pending)
                 if row:
@@ -276,8 +277,9 @@ def _evaluate_and_finish(
     for how in dict.fromkeys((c.eval_encoding, c.eval) for c in cfgs):
         eval_cfg = dataclasses.replace(cfgs[0], eval_encoding=how[0], eval=how[1])
         rows_S = evaluate.evaluate_packed(
-            eval_cfg, prog.graphdef, params_S, progress=progress, values_S=prog.values
-        )
+            eval_cfg, prog.graphdef, params_S, progress=progress, values_S=prog.values,
+            each_length=lambda: runs.beat(run_dirs),
+        )  # fmt: skip
         for r in log.live():
             if (cfgs[r].eval_encoding, cfgs[r].eval) == how:
                 log.write_eval(r, rows_S[model_of[r]])
