@@ -31,15 +31,21 @@ from pe_research.metrics import MetricName
 
 
 def _enable_compilation_cache() -> None:
-    """Reuse compiled programs across processes (set PE_RESEARCH_JAX_CACHE='' to disable)."""
+    """Reuse compiled programs across processes (set PE_RESEARCH_JAX_CACHE='' to disable): this
+    one, and through the environment, those it starts (the jobs of `launch` call the library)."""
     import jax
 
     cache = os.environ.get("PE_RESEARCH_JAX_CACHE", str(Path.home() / ".cache/pe_research/jax"))
     if cache:
-        jax.config.update("jax_compilation_cache_dir", cache)
         # Every program, however quick to compile: a second process then compiles nothing.
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        settings = {
+            "jax_compilation_cache_dir": cache,
+            "jax_persistent_cache_min_compile_time_secs": 0.0,
+            "jax_persistent_cache_min_entry_size_bytes": 0,
+        }
+        for name, value in settings.items():
+            jax.config.update(name, value)
+            os.environ[name.upper()] = str(value)
 
 
 def train(
@@ -168,6 +174,7 @@ def launch(
         sys.exit(2)
     from pe_research.sweeps import launch as launch_lib
 
+    _enable_compilation_cache()
     resources = launch_lib.Resources(partition, gpus_per_task, cpus_per_task, time)
     launched = launch_lib.launch(
         engine,
