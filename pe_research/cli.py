@@ -2,6 +2,7 @@
 
 pe-research train [--out DIR] [options] [TASK [task options]] [ENCODING [encoding options]]
 pe-research sweep EXPERIMENT [--out DIR] [--results DIR] [--scale S] [--shard I/N] [--workers N]
+pe-research launch slurm|local EXPERIMENT --tasks N [--partition P] [--gpus-per-task G] [--time M]
 pe-research plot RUNS_OR_TABLES... --out FIG.png|FIG.pdf [--metric M] [--kind lines|heatmap]
 pe-research properties [--out DIR] [--encodings NAME[:K=V,...]...] [--results SWEEP_DIR]
 pe-research analyze RUN_DIR
@@ -30,15 +31,21 @@ from pe_research.metrics import MetricName
 
 
 def _enable_compilation_cache() -> None:
-    """Reuse compiled programs across processes (set PE_RESEARCH_JAX_CACHE='' to disable)."""
+    """Reuse compiled programs across processes (set PE_RESEARCH_JAX_CACHE='' to disable): this
+    one, and through the environment, those it starts (the jobs of `launch` call the library)."""
     import jax
 
     cache = os.environ.get("PE_RESEARCH_JAX_CACHE", str(Path.home() / ".cache/pe_research/jax"))
     if cache:
-        jax.config.update("jax_compilation_cache_dir", cache)
         # Every program, however quick to compile: a second process then compiles nothing.
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        settings = {
+            "jax_compilation_cache_dir": cache,
+            "jax_persistent_cache_min_compile_time_secs": 0.0,
+            "jax_persistent_cache_min_entry_size_bytes": 0,
+        }
+        for name, value in settings.items():
+            jax.config.update(name, value)
+            os.environ[name.upper()] = str(value)
 
 
 def train(
@@ -134,6 +141,62 @@ def sweep(
             "their checkpoints.",
             file=sys.stderr,
         )
+        sys.exit(1)
+
+
+def launch(
+    engine: tyro.conf.Positional[Literal["slurm", "local"]],
+    experiment: tyro.conf.Positional[str],
+    tasks: int,
+    out: Path | None = None,
+    results: Path | None = None,
+    scale: str | None = None,
+    only_tasks: tuple[str, ...] = (),
+    checkpoint_every: int = 100,
+    partition: str | None = None,
+    gpus_per_task: int | None = None,
+    cpus_per_task: int | None = None,
+    time: int = 24 * 60,
+) -> None:
+    """Submit a sweep as a SLURM job array through submitit (pip install "pe-research[slurm]"):
+    TASKS jobs, job i training shard i of TASKS, then one job that starts once they all end and
+    writes the results table and page (as `sweep --tables-only`). Prints the job ids and the log
+    folder (OUT/slurm/) and returns without waiting. Relaunching resumes: runs in the --results
+    table or finished in OUT are not trained again.
+
+    `local` runs the same jobs as processes of this machine, waits for them, and writes the table.
+    --out, --results, --scale as for `sweep`; --only-tasks copy reverse keeps those tasks' runs.
+    --partition, --gpus-per-task, --cpus-per-task and --time (minutes, per job) go to SLURM.
+    """
+    try:
+        import submitit  # noqa: F401  (the launch module needs it; name the extra that installs it)
+    except ImportError:
+        print(
+            "pe-research: error: launch submits jobs through submitit, which is not installed: "
+            'pip install "pe-research[slurm]"',
+            file=sys.stderr,
+        )
+        sys.exit(2)
+    from pe_research.sweeps import launch as launch_lib
+
+    _enable_compilation_cache()
+    resources = launch_lib.Resources(partition, gpus_per_task, cpus_per_task, time)
+    launched = launch_lib.launch(
+        engine,
+        experiment,
+        tasks,
+        out=out,
+        results_dir=results,
+        scale=scale,
+        tasks=only_tasks or None,
+        checkpoint_every=checkpoint_every,
+        resources=resources,
+    )
+    print(f"Submitted job array {launched.array} ({tasks} jobs) and the table job "
+          f"{launched.table} after it; logs in {launched.logs}/")  # fmt: skip
+    if launched.failed:
+        print("pe-research: error: jobs failed; see " + ", ".join(map(str, launched.failed)),
+              file=sys.stderr)  # fmt: skip
         sys.exit(1)
 
 
@@ -319,6 +382,7 @@ def report(
 COMMANDS = {
     "train": train,
     "sweep": sweep,
+    "launch": launch,
     "plot": plot,
     "properties": properties,
     "analyze": analyze,
@@ -335,8 +399,8 @@ def main(argv: list[str] | None = None) -> None:
             COMMANDS,
             prog="pe-research",
             description=(
-                "Positional encodings for transformers: train, sweep, plot, properties, analyze, "
-                "data, tensorboard, report."
+                "Positional encodings for transformers: train, sweep, launch, plot, properties, "
+                "analyze, data, tensorboard, report."
             ),
             args=argv,
             config=(tyro.conf.OmitSubcommandPrefixes,),

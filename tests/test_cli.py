@@ -111,7 +111,7 @@ def test_unknown_encoding_is_rejected_with_the_choices(capsys):
     assert "rope" in err and "alibi" in err
 
 
-HEAVY = ["matplotlib", "orbax", "tensorflow_datasets", "grain", "tensorboardX"]
+HEAVY = ["matplotlib", "orbax", "tensorflow_datasets", "grain", "tensorboardX", "submitit"]
 """Libraries that only some commands need; parsing arguments must not import them."""
 
 PARSE_ONLY = """
@@ -141,5 +141,5 @@ def test_console_script_lists_the_commands():
         [sys.executable, "-m", "pe_research.cli", "--help"], capture_output=True, text=True
     )
     assert out.returncode == 0
-    for command in ("train", "sweep", "plot", "properties", "analyze", "bench", "data"):
+    for command in ("train", "sweep", "launch", "plot", "properties", "analyze", "bench", "data"):
         assert command in out.stdout

@@ -3,6 +3,7 @@
 experiments.py  experiments by name or path, their scales and shared presets
 sweep.py        run an experiment: run directories, claims, shards, the results table
 workers.py      the helper processes of --workers, and how a sweep stops on SIGTERM
+launch.py       a sweep submitted through submitit: shard jobs, then a table job (SLURM, local)
 grouping.py     runs -> packed programs, shards, compiling ahead
 summary.py      per-length tables, the generalization table, steps to fit, fit counts
 plotting.py     rows -> matplotlib Figure (lines with seed bands, heatmaps, headline figures)
