@@ -8,6 +8,7 @@ pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
 pe-research data build TASK --config NAME [--data-dir DIR] | data build text [--corpus FILE]
 pe-research tensorboard DIR...
+pe-research wandb PATH --project P [--entity E] [--offline]
 pe-research report [--results docs/results] [--docs docs] [--readme README.md] [--check]
 """
 
@@ -284,6 +285,24 @@ def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:
     print(f"Wrote {len(written)} event files. View them: tensorboard --logdir {paths[0]}")
 
 
+def wandb(
+    path: tyro.conf.Positional[Path],
+    project: str,
+    entity: str | None = None,
+    offline: bool = False,
+) -> None:
+    """Upload finished runs to Weights & Biases: PATH is a results folder (docs/results/default)
+    or a folder of run directories. One W&B run per run, named by its run id, grouped by its
+    experiment, tagged with its task and encoding: its config, its training and fit-check curves
+    (train/*, fit/*), its evaluation table and fit verdict. Uploading again resumes the same W&B
+    runs. --offline writes them to ./wandb (or $WANDB_DIR/wandb) for `wandb sync`.
+    Needs pip install "pe-research[wandb]".
+    """
+    from pe_research.sweeps import tracking
+
+    print(tracking.upload(path, project, entity=entity, offline=offline).text())
+
+
 def report(
     results: Path = Path("docs/results"),
     docs: Path = Path("docs"),
@@ -321,6 +340,7 @@ COMMANDS = {
     "data": data,
     "tensorboard": tensorboard,
     "report": report,
+    "wandb": wandb,
 }
 
 
@@ -331,12 +351,14 @@ def main(argv: list[str] | None = None) -> None:
             prog="pe-research",
             description=(
                 "Positional encodings for transformers: train, sweep, plot, properties, analyze, "
-                "data, tensorboard, report."
+                "data, tensorboard, report, wandb."
             ),
             args=argv,
             config=(tyro.conf.OmitSubcommandPrefixes,),
         )
-    except (ValueError, OSError, FloatingPointError) as e:  # OSError: files, full disk
+    # OSError: files, full disk; ImportError: an optional extra not installed (its message
+    # names it, as runs.wandb_sink's does)
+    except (ValueError, OSError, FloatingPointError, ImportError) as e:
         print(f"pe-research: error: {e}", file=sys.stderr)
         sys.exit(2)
 
