@@ -48,20 +48,30 @@ def train(
     overwrite: bool = False,
     progress: bool = True,
     checkpoint_every: int = 100,
+    wandb: str | None = None,
 ) -> None:
     """Train one model, evaluate it on longer lengths, and write a run directory.
 
     Checkpoints (orbax, in OUT/checkpoints/) are saved every CHECKPOINT_EVERY steps and at the
     end; rerunning the same command after an interruption resumes from the newest readable one
-    and gives the same numbers as an uninterrupted run.
+    and gives the same numbers as an uninterrupted run. --wandb PROJECT logs every row to that
+    Weights & Biases project too (pip install "pe-research[wandb]"; WANDB_MODE=offline keeps it
+    on disk).
 
     Example: pe-research train --train.steps 500 --out runs/rev reverse rope --base 500
     """
     from pe_research.sweeps import sweep as sweep_lib
 
     _enable_compilation_cache()
+    if wandb is not None:
+        _import_wandb()
     sweep_lib.train_and_report(
-        cfg, out, overwrite=overwrite, progress=progress, checkpoint_every=checkpoint_every
+        cfg,
+        out,
+        overwrite=overwrite,
+        progress=progress,
+        checkpoint_every=checkpoint_every,
+        wandb=wandb,
     )
 
 
@@ -82,6 +92,7 @@ def sweep(
     summarize: bool = True,
     tasks: tuple[str, ...] = (),
     tables_only: bool = False,
+    wandb: str | None = None,
 ) -> None:
     """Run every config of an experiment (skipping finished runs), print tables, write results.
 
@@ -99,12 +110,15 @@ def sweep(
     again unless --retry-failed. --tasks copy reverse runs only those tasks' runs.
     --tables-only trains nothing: it writes the table of the finished runs, and the page if
     every run is in it. --no-summarize trains and writes no tables. Ctrl-C or kill writes the
-    table of the runs finished so far before the sweep exits.
+    table of the runs finished so far before the sweep exits. --wandb PROJECT logs each run
+    trained to that Weights & Biases project too, grouped by the experiment.
     """
     from pe_research.sweeps import sweep as sweep_lib
 
     if workers < 1:
         raise ValueError(f"--workers must be >= 1, got {workers}: give a number of processes.")
+    if wandb is not None:
+        _import_wandb()
     sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
     done, _ = sweep_lib.run_experiment(
@@ -121,6 +135,7 @@ def sweep(
         summarize=summarize,
         tasks=tasks or None,
         tables_only=tables_only,
+        wandb=wandb,
     )
     if done.abandoned:  # a scheduler or script must not read this as success
         logs = ", ".join(done.failed_workers)
@@ -301,6 +316,13 @@ def wandb(
     from pe_research.sweeps import tracking
 
     print(tracking.upload(path, project, entity=entity, offline=offline).text())
+
+
+def _import_wandb() -> None:
+    """Fail before any work if wandb is missing (the error says what to install)."""
+    from pe_research.runs import wandb_sink
+
+    wandb_sink.import_wandb()
 
 
 def report(

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from pe_research import metrics, results, runs, train
 from pe_research.config import RunConfig
+from pe_research.runs import wandb_sink
 from pe_research.sweeps import cost, experiments, grouping, pages, summary
 from pe_research.sweeps import workers as workers_lib
 from pe_research.sweeps.grouping import group_by_seed, shard_of, split_reasons
@@ -130,11 +131,12 @@ def run_sweep(
     checkpoint_every: int = train.CHECKPOINT_EVERY,
     workers: Mapping[int, str] | None = None,
     recorded: Collection[str] = (),
+    wandb: wandb_sink.Project | str | None = None,
 ) -> SweepResult:
     """Train every run of this shard that is neither finished, nor in `recorded` (run ids of
     the results table), nor claimed by a live process. `workers` names, by PID, the processes
     on this host that this command started to share the sweep, so that the runs they hold are
-    reported as theirs.
+    reported as theirs. `wandb`: a W&B project where each run trained is logged live too.
 
     A failed run (its loss diverged; runs.mark_failed) is finished: it is not trained again,
     since it would fail the same way, unless `retry_failed`. A group whose training raises
@@ -212,7 +214,7 @@ def run_sweep(
                     claimed.append(i)
             if claimed:
                 _train_claimed(
-                    configs, dirs, claimed, root, len(todo), out, progress, checkpoint_every
+                    configs, dirs, claimed, root, len(todo), out, progress, checkpoint_every, wandb
                 )
         finally:
             for i in claimed:
@@ -233,8 +235,10 @@ def _train_claimed(
     out: SweepResult,
     progress: bool,
     checkpoint_every: int,
+    wandb: wandb_sink.Project | str | None = None,
 ) -> None:
-    """Train one group's claimed runs; sort them into trained, failed and unfinished."""
+    """Train one group's claimed runs (and log them to W&B project `wandb`); sort them into
+    trained, failed and unfinished."""
     for i in claimed:  # a retried run starts over: its old failure no longer stands
         runs.clear_failure(dirs[i])
     t_group = time.perf_counter()
@@ -245,6 +249,7 @@ def _train_claimed(
             [dirs[i] for i in claimed],
             progress=progress,
             checkpoint_every=checkpoint_every,
+            wandb=wandb,
         )
     except train.TrainingDiverged as e:
         stopped = str(e).rstrip(".")
@@ -319,6 +324,7 @@ def run_experiment(
     summarize: bool = True,
     tasks: Sequence[str] | None = None,
     tables_only: bool = False,
+    wandb: str | None = None,
 ) -> tuple[SweepResult, list[Path]]:
     """Run an experiment (`pe-research sweep`): train its runs that are neither in its results
     table nor finished, print its tables, and write the table (and, once every run is in it,
@@ -335,7 +341,8 @@ def run_experiment(
     `workers` > 1 starts that many processes in all on this machine (workers.py); this one
     waits for them and writes the tables. A sweep stopped by Ctrl-C or SIGTERM writes the table
     of the runs finished so far before it exits. `summarize=False` trains and writes nothing
-    else; `tables_only` trains nothing.
+    else; `tables_only` trains nothing. `wandb`: a Weights & Biases project where each run
+    trained is also logged live, grouped by the experiment (runs.wandb_sink).
     """
     module = experiments.load_experiment(experiment)
     name = experiments.name_of(module)
@@ -366,7 +373,7 @@ def run_experiment(
             if workers > 1:
                 command = workers_lib.command_line(
                     experiment, out, results_dir, scale=scale, tasks=tasks,
-                    retry_failed=retry_failed, checkpoint_every=checkpoint_every,
+                    retry_failed=retry_failed, checkpoint_every=checkpoint_every, wandb=wandb,
                 )  # fmt: skip
                 helpers = workers_lib.start(workers - 1, command, out)
             done = run_sweep(
@@ -378,6 +385,7 @@ def run_experiment(
                 checkpoint_every=checkpoint_every,
                 workers={w.process.pid: w.name for w in helpers},
                 recorded=recorded,
+                wandb=None if wandb is None else wandb_sink.Project(wandb, group=name),
             )
             done.failed_workers = workers_lib.wait(helpers)
             if done.failed_workers:  # what no live process will finish was their share

@@ -43,6 +43,7 @@ def command_line(
     tasks: Sequence[str] | None,
     retry_failed: bool,
     checkpoint_every: int,
+    wandb: str | None = None,
 ) -> list[str]:
     """The sweep command a helper runs: the same sweep, training only (no tables)."""
     command = [sys.executable, "-m", "pe_research.cli", "sweep", experiment, "--out", str(out),
@@ -51,6 +52,7 @@ def command_line(
     command += ["--scale", scale] if scale else []
     command += ["--retry-failed"] if retry_failed else []
     command += ["--tasks", *tasks] if tasks else []
+    command += ["--wandb", wandb] if wandb else []
     return command
 
 
