@@ -9,6 +9,7 @@ pe-research analyze RUN_DIR
 pe-research bench [WORKLOAD...] [--ks 1 2 4 8] [--out runs/bench]
 pe-research data build TASK --config NAME [--data-dir DIR] | data build text [--corpus FILE]
 pe-research tensorboard DIR...
+pe-research wandb PATH --project P [--entity E] [--offline]
 pe-research report [--results docs/results] [--docs docs] [--readme README.md] [--check]
 """
 
@@ -54,20 +55,30 @@ def train(
     overwrite: bool = False,
     progress: bool = True,
     checkpoint_every: int = 100,
+    wandb: str | None = None,
 ) -> None:
     """Train one model, evaluate it on longer lengths, and write a run directory.
 
     Checkpoints (orbax, in OUT/checkpoints/) are saved every CHECKPOINT_EVERY steps and at the
     end; rerunning the same command after an interruption resumes from the newest readable one
-    and gives the same numbers as an uninterrupted run.
+    and gives the same numbers as an uninterrupted run. --wandb PROJECT logs every row to that
+    Weights & Biases project too (pip install "pe-research[wandb]"; WANDB_MODE=offline keeps it
+    on disk).
 
     Example: pe-research train --train.steps 500 --out runs/rev reverse rope --base 500
     """
     from pe_research.sweeps import sweep as sweep_lib
 
     _enable_compilation_cache()
+    if wandb is not None:
+        _import_wandb()
     sweep_lib.train_and_report(
-        cfg, out, overwrite=overwrite, progress=progress, checkpoint_every=checkpoint_every
+        cfg,
+        out,
+        overwrite=overwrite,
+        progress=progress,
+        checkpoint_every=checkpoint_every,
+        wandb=wandb,
     )
 
 
@@ -90,6 +101,7 @@ def sweep(
     summarize: bool = True,
     tasks: tuple[str, ...] = (),
     tables_only: bool = False,
+    wandb: str | None = None,
 ) -> None:
     """Run every config of an experiment (skipping finished runs), print tables, write results.
 
@@ -107,7 +119,8 @@ def sweep(
     again unless --retry-failed. --tasks copy reverse runs only those tasks' runs.
     --tables-only trains nothing: it writes the table of the finished runs, and the page if
     every run is in it. --no-summarize trains and writes no tables. Ctrl-C or kill writes the
-    table of the runs finished so far before the sweep exits.
+    table of the runs finished so far before the sweep exits. --wandb PROJECT logs each run
+    trained to that Weights & Biases project too, grouped by the experiment.
     """
     from pe_research.sweeps import sweep as sweep_lib
 
@@ -115,6 +128,8 @@ def sweep(
         raise ValueError(f"--workers must be >= 1, got {workers}: give a number of processes.")
     if shard_count is not None and shard != "auto":
         raise ValueError("--shard-count goes with --shard auto (--shard I/N gives the count).")
+    if wandb is not None:
+        _import_wandb()
     sweep_lib.init_distributed(coordinator, num_processes, process_id)
     _enable_compilation_cache()
     done, _ = sweep_lib.run_experiment(
@@ -132,6 +147,7 @@ def sweep(
         tasks=tasks or None,
         tables_only=tables_only,
         lease_s=lease,
+        wandb=wandb,
     )
     if done.abandoned:  # a scheduler or script must not read this as success
         logs = ", ".join(done.failed_workers)
@@ -352,6 +368,31 @@ def tensorboard(paths: tyro.conf.Positional[tuple[Path, ...]]) -> None:
     print(f"Wrote {len(written)} event files. View them: tensorboard --logdir {paths[0]}")
 
 
+def wandb(
+    path: tyro.conf.Positional[Path],
+    project: str,
+    entity: str | None = None,
+    offline: bool = False,
+) -> None:
+    """Upload finished runs to Weights & Biases: PATH is a results folder (docs/results/default)
+    or a folder of run directories. One W&B run per run, named by its run id, grouped by its
+    experiment, tagged with its task and encoding: its config, its training and fit-check curves
+    (train/*, fit/*), its evaluation table and fit verdict. Uploading again resumes the same W&B
+    runs. --offline writes them to ./wandb (or $WANDB_DIR/wandb) for `wandb sync`.
+    Needs pip install "pe-research[wandb]".
+    """
+    from pe_research.sweeps import tracking
+
+    print(tracking.upload(path, project, entity=entity, offline=offline).text())
+
+
+def _import_wandb() -> None:
+    """Fail before any work if wandb is missing (the error says what to install)."""
+    from pe_research.runs import wandb_sink
+
+    wandb_sink.import_wandb()
+
+
 def report(
     results: Path = Path("docs/results"),
     docs: Path = Path("docs"),
@@ -390,6 +431,7 @@ COMMANDS = {
     "data": data,
     "tensorboard": tensorboard,
     "report": report,
+    "wandb": wandb,
 }
 
 
@@ -400,12 +442,14 @@ def main(argv: list[str] | None = None) -> None:
             prog="pe-research",
             description=(
                 "Positional encodings for transformers: train, sweep, launch, plot, properties, "
-                "analyze, data, tensorboard, report."
+                "analyze, data, tensorboard, report, wandb."
             ),
             args=argv,
             config=(tyro.conf.OmitSubcommandPrefixes,),
         )
-    except (ValueError, OSError, FloatingPointError) as e:  # OSError: files, full disk
+    # OSError: files, full disk; ImportError: an optional extra not installed (its message
+    # names it, as runs.wandb_sink's does)
+    except (ValueError, OSError, FloatingPointError, ImportError) as e:
         print(f"pe-research: error: {e}", file=sys.stderr)
         sys.exit(2)
 

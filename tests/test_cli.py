@@ -111,7 +111,9 @@ def test_unknown_encoding_is_rejected_with_the_choices(capsys):
     assert "rope" in err and "alibi" in err
 
 
-HEAVY = ["matplotlib", "orbax", "tensorflow_datasets", "grain", "tensorboardX", "submitit"]
+HEAVY = [
+    "matplotlib", "orbax", "tensorflow_datasets", "grain", "tensorboardX", "submitit", "wandb",
+]  # fmt: skip
 """Libraries that only some commands need; parsing arguments must not import them."""
 
 PARSE_ONLY = """

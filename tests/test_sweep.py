@@ -62,7 +62,7 @@ def experiment(tmp_path):
 def fake_train_group(calls):
     """Stands in for train.train_group: records each call and the claims held during it."""
 
-    def train_group(cfgs, run_dirs, *, progress=True, checkpoint_every=None):
+    def train_group(cfgs, run_dirs, *, progress=True, checkpoint_every=None, wandb=None):
         calls.append(
             {
                 "seeds": [c.seed for c in cfgs],
@@ -226,7 +226,7 @@ def test_tables_only_trains_nothing_and_writes_the_page_once_every_run_is_finish
 
 
 def test_claims_are_released_when_training_fails(tmp_path, monkeypatch):
-    def full_disk(cfgs, run_dirs, *, progress=True, checkpoint_every=None):
+    def full_disk(cfgs, run_dirs, *, progress=True, checkpoint_every=None, wandb=None):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(train, "train_group", full_disk)
@@ -244,7 +244,7 @@ def test_a_diverged_group_does_not_stop_the_sweep(tmp_path, monkeypatch, capsys)
     calls = []
     normal = fake_train_group(calls)
 
-    def train_group(group, run_dirs, *, progress=True, checkpoint_every=None):
+    def train_group(group, run_dirs, *, progress=True, checkpoint_every=None, wandb=None):
         if any(c.encoding.label() == "nope" for c in group) and len(calls) < 2:
             calls.append({"seeds": [c.seed for c in group]})
             runs.prepare(run_dirs[0], group[0])

@@ -6,6 +6,7 @@
     claims.py      one process trains a run at a time (LOCK): leases that expire
     rows.py        tidy rows of finished runs (pe_research.results makes the tables)
     events.py      the TensorBoard view of a run: its event file, rebuilt from the JSONL rows
+    wandb_sink.py  the Weights & Biases view of a run (optional): live, or uploaded from tables
 
 The names below are the public API of run storage (`from pe_research import runs`).
 """

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from pe_research import metrics, results, runs, train
 from pe_research.config import RunConfig
+from pe_research.runs import wandb_sink
 from pe_research.sweeps import cost, experiments, grouping, pages, summary
 from pe_research.sweeps import workers as workers_lib
 from pe_research.sweeps.grouping import group_by_seed, shard_of, split_reasons
@@ -179,12 +180,14 @@ def run_sweep(
     workers: Mapping[int, str] | None = None,
     recorded: Collection[str] = (),
     lease_s: float = runs.LEASE_S,
+    wandb: wandb_sink.Project | str | None = None,
 ) -> SweepResult:
     """Train every run of this shard that is neither finished, nor in `recorded` (run ids of
     the results table), nor claimed by a live process; then the runs of other shards that no
     process holds. `workers` names, by PID, the processes on this host that this command started
     to share the sweep, so that the runs they hold are reported as theirs. Claims are leases of
-    `lease_s` seconds (runs.claims).
+    `lease_s` seconds (runs.claims). `wandb`: a W&B project where each run trained is logged
+    live too.
 
     A failed run (its loss diverged; runs.mark_failed) is finished: it is not trained again,
     since it would fail the same way, unless `retry_failed`. A group whose training raises
@@ -275,7 +278,9 @@ def run_sweep(
                 tqdm.write(f"Taking over {_runs(len(claimed))} of another shard, unclaimed.")
             if claimed:
                 total = len(todo) + len(out.taken_from_other_shards)
-                _train_claimed(configs, dirs, claimed, root, total, out, progress, checkpoint_every)
+                _train_claimed(
+                    configs, dirs, claimed, root, total, out, progress, checkpoint_every, wandb
+                )
         finally:
             for i in claimed:
                 runs.release(dirs[i])
@@ -296,8 +301,10 @@ def _train_claimed(
     out: SweepResult,
     progress: bool,
     checkpoint_every: int,
+    wandb: wandb_sink.Project | str | None = None,
 ) -> None:
-    """Train one group's claimed runs; sort them into trained, failed and unfinished."""
+    """Train one group's claimed runs (and log them to W&B project `wandb`); sort them into
+    trained, failed and unfinished."""
     for i in claimed:  # a retried run starts over: its old failure no longer stands
         runs.clear_failure(dirs[i])
     t_group = time.perf_counter()
@@ -308,6 +315,7 @@ def _train_claimed(
             [dirs[i] for i in claimed],
             progress=progress,
             checkpoint_every=checkpoint_every,
+            wandb=wandb,
         )
     except train.TrainingDiverged as e:
         stopped = str(e).rstrip(".")
@@ -383,6 +391,7 @@ def run_experiment(
     tasks: Sequence[str] | None = None,
     tables_only: bool = False,
     lease_s: float = runs.LEASE_S,
+    wandb: str | None = None,
 ) -> tuple[SweepResult, list[Path]]:
     """Run an experiment (`pe-research sweep`): train its runs that are neither in its results
     table nor finished, print its tables, and write the table (and, once every run is in it,
@@ -400,7 +409,9 @@ def run_experiment(
     waits for them and writes the tables. Claims on runs are leases of `lease_s` seconds
     (runs.claims), so processes on several hosts can share `out`. A sweep stopped by Ctrl-C or
     SIGTERM writes the table of the runs finished so far before it exits. `summarize=False`
-    trains and writes nothing else; `tables_only` trains nothing.
+    trains and writes nothing else; `tables_only` trains nothing. `wandb`: a Weights & Biases
+    project where each run trained is also logged live, grouped by the experiment
+    (runs.wandb_sink).
     """
     module = experiments.load_experiment(experiment)
     name = experiments.name_of(module)
@@ -434,6 +445,7 @@ def run_experiment(
                 command = workers_lib.command_line(
                     experiment, out, results_dir, scale=scale, tasks=tasks,
                     retry_failed=retry_failed, checkpoint_every=checkpoint_every, lease_s=lease_s,
+                    wandb=wandb,
                 )  # fmt: skip
                 helpers = workers_lib.start(workers - 1, command, out)
             done = run_sweep(
@@ -446,6 +458,7 @@ def run_experiment(
                 workers={w.process.pid: w.name for w in helpers},
                 recorded=recorded,
                 lease_s=lease_s,
+                wandb=None if wandb is None else wandb_sink.Project(wandb, group=name),
             )
             done.failed_workers = workers_lib.wait(helpers)
             if done.failed_workers:  # what no live process will finish was their share

@@ -45,6 +45,7 @@ def command_line(
     retry_failed: bool,
     checkpoint_every: int,
     lease_s: float,
+    wandb: str | None = None,
 ) -> list[str]:
     """The sweep command a helper runs: the same sweep, training only (no tables)."""
     command = [sys.executable, "-m", "pe_research.cli", "sweep", experiment, "--out", str(out),
@@ -53,6 +54,7 @@ def command_line(
     command += ["--scale", scale] if scale else []
     command += ["--retry-failed"] if retry_failed else []
     command += ["--tasks", *tasks] if tasks else []
+    command += ["--wandb", wandb] if wandb else []
     return command
 
 

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from pe_research import runs
 from pe_research.config import RunConfig
 from pe_research.model import abstract_model
+from pe_research.runs.wandb_sink import LiveRuns, Project
 from pe_research.training import checkpoints, evaluate, hyperparameters
 from pe_research.training.program import (
     Program,
@@ -41,12 +42,14 @@ def train(
     overwrite: bool = False,
     progress: bool = True,
     checkpoint_every: int = CHECKPOINT_EVERY,
+    wandb: Project | str | None = None,
 ) -> tuple[nnx.GraphDef, Any]:
     """Train, evaluate and write a complete run directory; returns (graphdef, params).
 
     Writes config.json first, metrics.jsonl and checkpoints while training, eval.jsonl after,
     DONE last. An interrupted run in `run_dir` with the same config resumes from its newest
     checkpoint. TrainingDiverged if the loss becomes NaN or inf (the run is marked failed).
+    `wandb`: a Weights & Biases project that gets every row too (runs.wandb_sink).
     """
     graphdef, params_S = train_group(
         [cfg],
@@ -54,6 +57,7 @@ def train(
         overwrite=overwrite,
         progress=progress,
         checkpoint_every=checkpoint_every,
+        wandb=wandb,
     )
     return graphdef, jax.tree.map(lambda x: x[0], params_S)
 
@@ -75,6 +79,7 @@ def train_group(
     overwrite: bool = False,
     progress: bool = True,
     checkpoint_every: int = CHECKPOINT_EVERY,
+    wandb: Project | str | None = None,
 ) -> tuple[nnx.GraphDef, Any]:
     """Train runs that share a `group_key` as one program: one model per distinct seed and
     packable numbers (learning rate, RoPE base, ...: training.hyperparameters), packed under
@@ -90,6 +95,8 @@ def train_group(
     and gets no evaluation; the others train on. TrainingDiverged if every run failed. On
     several local devices the models (or else the batch) are spread over them. Returns
     (graphdef, params_S) for the distinct models, in ascending order of seed, then numbers.
+    With `wandb` (a Weights & Biases project), each run is also a live W&B run that gets every
+    row its files get (runs.wandb_sink.LiveRuns).
     """
     cfg, models = _check_group(cfgs, checkpoint_every)
     cfg = resolve_steps_per_dispatch(cfg, checkpoint_every)
@@ -115,6 +122,7 @@ def train_group(
         log_every=cfg.train.log_every,
         learning_rate=[c.train.learning_rate for c in cfgs],
         fit_threshold=cfg.train.fit_threshold if cfg.train.stop_when_fit else None,
+        sink=None if wandb is None else LiveRuns(wandb, run_dirs, cfgs),
     )
     ckpt = checkpoints.Checkpointer(
         run_dirs, model_of, keys, every=checkpoint_every, last=cfg.train.steps

@@ -6,7 +6,8 @@ FAILED file, with the step) and gets no more rows, and a run trained until fit g
 its first fit (its model is frozen there: `active_models`), as if it had trained alone. Rows
 after the step a run resumes from (logged after the checkpoint it restarts at) are dropped
 first, so the file reads as one run; the event file is then rebuilt from the rows kept
-(runs.events) and takes each new row after its JSONL file has it.
+(runs.events) and takes each new row after its JSONL file has it, as does the W&B sink, if
+one was given (runs.wandb_sink.LiveRuns).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import jax
 import numpy as np
 
 from pe_research import runs
+from pe_research.runs.wandb_sink import LiveRuns
 
 
 class TrainingDiverged(FloatingPointError):
@@ -45,6 +47,7 @@ class RunLog:
         log_every: int,
         learning_rate: float | list[float],
         fit_threshold: float | None = None,
+        sink: LiveRuns | None = None,
     ):
         self.run_dirs, self.model_of = run_dirs, model_of
         self.tokens_per_step, self.compile_s = tokens_per_step, compile_s
@@ -67,6 +70,7 @@ class RunLog:
                 if first is not None:
                     self.fit_at[r] = first
         self._events = [runs.open_events(d) for d in run_dirs]  # after the rows are cut back
+        self.sink = sink  # takes every row after its file has it; finished on exit
 
     def __enter__(self) -> RunLog:
         return self
@@ -74,6 +78,8 @@ class RunLog:
     def __exit__(self, *exc: Any) -> None:
         for f in self._files + self._fit_files + self._events:
             f.close()
+        if self.sink is not None:
+            self.sink.finish(exit_code=0 if exc[0] is None else 1)
 
     def live(self) -> list[int]:
         """Runs that have not failed."""
@@ -153,6 +159,8 @@ class RunLog:
         for row in rows:
             self._events[r].add(runs.EVAL, row, flush=False)
         self._events[r].flush()
+        if self.sink is not None:
+            self.sink.add_eval(r, rows)
 
     def _append(self, r: int, row: dict[str, Any], files: list[Any], name: str) -> None:
         try:
@@ -161,6 +169,8 @@ class RunLog:
         except OSError as e:  # a full disk says what to do, not just its errno
             raise runs.write_error(self.run_dirs[r] / name, e) from None
         self._events[r].add(name, row)
+        if self.sink is not None:
+            self.sink.add(r, name, row)
 
 
 def _open_rows(path: Path, start: int):
