@@ -8,7 +8,7 @@
 #   examples/tpu_pod.sh TPU_NAME ZONE EXPERIMENT
 #
 # Once, on every host: git clone the repository to ~/pe_research, then
-#   cd pe_research && pip install -e . "jax[tpu]"
+#   cd pe_research && pip install -e ".[tpu]"
 # Running the script again resumes: runs in the table, or finished on /shared, are skipped.
 set -euo pipefail
 
