@@ -1,11 +1,13 @@
-"""Position samplers: determinism, ranges, padding at 0, and the registry."""
+"""Position samplers: determinism, ranges, padding at 0, the registry, and the abacus sampler,
+which reads the task's digit places."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pe_research import positions, tasks
+from pe_research import encodings, positions, tasks
+from pe_research.config import EvalConfig, RunConfig, TrainConfig
 from pe_research.positions import Contiguous, Grid, MRoPE, Offset, Randomized, Scaled
 
 LENGTHS = jnp.array([[3], [8], [1], [6]])
@@ -137,3 +139,38 @@ def test_mrope_sampler_gives_text_its_index_on_every_axis_and_patches_their_cell
         np.testing.assert_array_equal(sums_BLA[..., a], flat_BL)
     with pytest.raises(ValueError, match=r"must be \(row, col\) or \(frame, row, col\)"):
         MRoPE().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 4), jnp.int32))
+
+
+# -- the abacus sampler ----------------------------------------------------------------------------
+
+
+def test_abacus_numbers_digits_within_their_numbers_and_offsets_them_in_training():
+    task = tasks.get("multiplication")
+    batch = jax.jit(lambda key: task.sample(key, 16, 6))(jax.random.key(0))
+    sampler = positions.get("abacus", max_offset=50)
+    pos = np.asarray(jax.jit(sampler.sample)(jax.random.key(1), batch.valid, batch.coords))
+    places = np.asarray(batch.coords[..., 0])
+    digits = places > 0
+    assert (pos[~digits] == 0).all()  # operators, SEP, padding
+    offsets = pos[digits] - places[digits]
+    per_row = [set((pos[b] - places[b])[digits[b]]) for b in range(16)]
+    assert all(len(r) == 1 for r in per_row) and len(set().union(*per_row)) > 3
+    assert 0 <= offsets.min() and offsets.max() <= 50
+    cfg = RunConfig(task=task, positions=sampler, encoding=encodings.get("learned"))
+    assert cfg.eval_sampler == positions.get("abacus", max_offset=0)
+    with pytest.raises(ValueError, match="coupled position sampler reads"):
+        sampler.sample(jax.random.key(0), batch.valid, None)
+    with pytest.raises(ValueError, match="abacus sampler max_offset must be an integer >= 0"):
+        positions.get("abacus", max_offset=-1)
+
+
+def test_abacus_with_a_learned_table_too_small_is_refused_before_training():
+    cfg = RunConfig(
+        task=tasks.get("addition"),
+        positions=positions.get("abacus"),
+        encoding=encodings.get("learned", max_positions=64),
+        train=TrainConfig(train_length=4),
+        eval=EvalConfig(lengths=(4,)),
+    )
+    with pytest.raises(ValueError, match="max_positions=64"):
+        cfg.check()
