@@ -1,5 +1,6 @@
 """Per-layer mixtures of encodings (RoPE/NoPE hybrids): one member is that member, the layers get
-their pattern, configs round-trip, and the errors name what to mix instead."""
+their pattern, configs round-trip, and the errors name what to mix instead (a shared table among
+them)."""
 
 import dataclasses
 import json
@@ -14,11 +15,13 @@ from pe_research import encodings
 from pe_research.config import ModelConfig, RunConfig
 from pe_research.encodings import Mixture, NoPE, RNoPE, RoPE
 from pe_research.encodings.base import Dims
+from pe_research.encodings.mixture import LayerMixture
 from pe_research.model import Transformer
 
 CFG = ModelConfig(num_layers=2, d_model=32, num_heads=2, mlp_dim=64)
 DIMS = CFG.dims()
 VOCAB, B, L = 12, 2, 9
+TINY = ModelConfig(num_layers=3, d_model=16, num_heads=2, mlp_dim=32)
 
 
 def forward(enc):
@@ -98,3 +101,23 @@ def test_mixture_errors_name_the_constraint():
     # The mixture takes its members' positions: 2-D members need a 2-D sampler.
     with pytest.raises(ValueError, match="needs 2-D positions pos_BLA"):
         RunConfig(encoding=Mixture(pattern=("rope_nd",))).check()
+
+
+def test_shared_tables_cannot_join_a_per_layer_mixture():
+    """A mixture has no top-level parameters of its own, so a member's shared table would never
+    be made: refused, while the per-layer T5 is a fine member."""
+
+    @dataclasses.dataclass(frozen=True)
+    class T5AndRoPE(LayerMixture):
+        name = "t5_and_rope"
+        shared: bool = True
+
+        def member(self, layer):
+            return encodings.get("t5", shared=self.shared) if layer == 0 else encodings.get("rope")
+
+        def members(self):
+            return (self.member(0), self.member(1))
+
+    with pytest.raises(ValueError, match="'t5.shared=True.' adds its vectors .* or keeps param"):
+        T5AndRoPE().check(TINY.dims(), 16)
+    T5AndRoPE(shared=False).check(TINY.dims(), 16)

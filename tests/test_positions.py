@@ -145,6 +145,13 @@ def test_mrope_sampler_gives_text_its_index_on_every_axis_and_patches_their_cell
         MRoPE().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 4), jnp.int32))
 
 
+def test_a_random_offset_on_a_sampler_without_one_names_the_samplers_that_have_it():
+    for name in ("contiguous", "randomized", "scaled"):
+        with pytest.raises(ValueError, match=r"max_offset.*choose one of those.*offset --max"):
+            positions.get(name, max_offset=8)
+    assert positions.get("coupled", max_offset=8).max_offset == 8
+
+
 # -- the coupled sampler ---------------------------------------------------------------------------
 
 

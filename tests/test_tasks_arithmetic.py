@@ -1,7 +1,9 @@
 """The arithmetic tasks (addition and multiplication in reversed-digit format) against Python's
-integers: answers, scored spans, coupled digit places, the built evaluation sets, and the errors."""
+integers: answers, scored spans, coupled digit places, the addition formats and index hints, the
+built evaluation sets, and the errors."""
 
 import functools
+from collections import defaultdict
 
 import jax
 import jax.numpy as jnp
@@ -144,6 +146,113 @@ def test_addition_hints_beyond_the_alphabet_are_refused():
         tasks.get("addition", hints=1)
     with pytest.raises(ValueError, match="index_hints must be true or false"):
         tasks.get("addition", index_hints=1)
+
+
+# -- addition formats and index hints --------------------------------------------------------------
+
+
+def digits(tokens, most_significant_first):
+    values = [int(t) for t in tokens]
+    values = values[::-1] if most_significant_first else values
+    return sum(d * 10**k for k, d in enumerate(values))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("reversed_operands", [True, False])
+def test_addition_formats_against_python_integers(reversed_operands, causal):
+    """Operands in either order, the sum least significant first, END after it; coupled
+    positions follow significance; hints start at a random h_o in training, at h_0 held out."""
+    task = tasks.get(
+        "addition", index_hints=True, hints=24, hint_offset=6,
+        reversed_operands=reversed_operands, end_token=True,
+    )  # fmt: skip
+    batch = sample(task, 1, 64, 7, causal)
+    offsets = set()
+    for b in range(64):
+        seq = full_sequence(batch, b, causal)
+        plus, sep = int(np.argmax(seq == task.plus)), int(np.argmax(seq == task.sep))
+        n = plus // 2
+        assert len(seq) == 6 * n + 5 == task.seq_len(n, causal) + causal
+        a_part, b_part, c_part = seq[:plus], seq[plus + 1 : sep], seq[sep + 1 : -1]
+        assert seq[-1] == task.end
+        sig = list(range(n))[:: 1 if reversed_operands else -1]
+        o = int(c_part[0]) - task.hint(0)
+        offsets.add(o)
+        for part, order in ((a_part, sig), (b_part, sig), (c_part, range(n + 1))):
+            np.testing.assert_array_equal(part[0::2], [task.hint(o + k) for k in order])
+        a = digits(a_part[1::2], not reversed_operands)
+        b_val = digits(b_part[1::2], not reversed_operands)
+        assert digits(c_part[1::2], False) == a + b_val
+        # Scored: the sum's digits and END.
+        first = sep if causal else sep + 1
+        expect = list(first + 2 * np.arange(n + 1) + 1) + [first + 2 * n + 2]
+        np.testing.assert_array_equal(np.flatnonzero(batch.loss_mask[b]), expect)
+        # Coupled positions: significance k at k + 1; PLUS, SEP and END at 0.
+        coupled = [k + 1 for k in sig for _ in range(2)]
+        want = coupled + [0] + coupled + [0] + [k + 1 for k in range(n + 1) for _ in range(2)]
+        want += [0]
+        width = len(seq) - causal
+        np.testing.assert_array_equal(batch.coords[b, :width, 0], want[:width])
+    assert offsets == set(range(7)), offsets  # every start 0..6 drawn in 64 rows
+    held = sample(task.held_out(), 1, 16, 7, causal)
+    for b in range(16):
+        seq = full_sequence(held, b, causal)
+        sep = int(np.argmax(seq == task.sep))
+        assert seq[sep + 1] == task.hint(0)  # the sum's first hint: h_0, no offset
+
+
+def test_default_addition_is_unchanged_by_the_new_options():
+    """The defaults draw the same digits as before the options existed (the frozen evaluation
+    sets keep their fingerprints): the hint offset has a key of its own."""
+    plain = tasks.get("addition", index_hints=True, hints=16)
+    shifted = tasks.get("addition", index_hints=True, hints=16, hint_offset=3)
+    a, b = sample(plain, 5, 16, 6), sample(shifted, 5, 16, 6)
+    is_hint = a.inputs >= plain.hint(0)
+    np.testing.assert_array_equal(a.inputs[~is_hint], b.inputs[~is_hint])
+    np.testing.assert_array_equal(a.coords, b.coords)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_random_hint_start_draws_anywhere_the_hints_fit_in_training_and_held_out(causal):
+    """Zhou et al.'s sampling: each sequence's hints are a consecutive run h_o .. h_{o+n} of the
+    `hints` symbols, o drawn anywhere it fits, in training and evaluation alike."""
+    task = tasks.get("addition", index_hints=True, hints=12, random_hint_start=True)
+    for sampled in (task, task.held_out()):
+        batch = sample(sampled, 3, 256, 7, causal)
+        starts: dict[int, set[int]] = defaultdict(set)
+        for b in range(256):
+            seq = full_sequence(batch, b, causal)
+            plus, sep = int(np.argmax(seq == task.plus)), int(np.argmax(seq == task.sep))
+            n = plus // 2
+            o = int(seq[0]) - task.hint(0)
+            for part, count in ((seq[:plus], n), (seq[plus + 1 : sep], n), (seq[sep + 1 :], n + 1)):
+                np.testing.assert_array_equal(
+                    part[0 : 2 * count : 2], [task.hint(o + k) for k in range(count)]
+                )
+            assert 0 <= o and o + n <= task.hints - 1  # the carry digit's hint still exists
+            starts[n].add(o)
+        assert starts[7] == set(range(12 - 7)), starts[7]  # every start that fits is drawn
+        assert max(starts[1]) > 7  # short numbers reach the far hints
+
+
+def test_random_hint_start_refuses_what_it_cannot_draw():
+    with pytest.raises(ValueError, match="index_hints is off: set --index-hints"):
+        tasks.get("addition", random_hint_start=True)
+    with pytest.raises(ValueError, match="keep one"):
+        tasks.get("addition", index_hints=True, hint_offset=2, random_hint_start=True)
+    with pytest.raises(ValueError, match="random_hint_start must be true or false"):
+        tasks.get("addition", index_hints=True, random_hint_start=1)
+
+
+def test_hint_offset_needs_hints_for_every_training_length():
+    task = tasks.get("addition", index_hints=True, hints=20, hint_offset=12)
+    cfg = RunConfig(task=task, train=TrainConfig(train_length=8), eval=EvalConfig(lengths=(8, 16)))
+    with pytest.raises(ValueError, match="reach hint h_20.*raise hints to at least 21"):
+        cfg.check()
+    ok = tasks.get("addition", index_hints=True, hints=21, hint_offset=12)
+    RunConfig(task=ok, train=TrainConfig(train_length=8), eval=EvalConfig(lengths=(8, 16))).check()
+    with pytest.raises(ValueError, match="index_hints is off: set --index-hints"):
+        tasks.get("addition", hint_offset=2)
 
 
 # -- multiplication --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Rearrangement tasks beside the copy, reverse, duplicate, count_copy and offset tests of
-tests/test_tasks.py: sort against Python's sort, and its built evaluation set."""
+tests/test_tasks.py: sort against Python's sort, its built evaluation set, and the end token that
+closes the answers of copy, reverse and duplicate."""
 
 import functools
 
@@ -120,3 +121,61 @@ def test_built_examples_read_back_as_the_sampled_batches(tmp_path, name):
             if field == "inputs":  # beyond the sequence the built set holds PAD
                 a = np.where(valid, a, task.pad)
             np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")
+
+
+# -- end tokens ------------------------------------------------------------------------------------
+
+
+REARRANGE = {
+    "copy": lambda x: list(x),
+    "reverse": lambda x: list(x[::-1]),
+    "duplicate": lambda x: list(x) + list(x),
+}
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("name", sorted(REARRANGE))
+def test_end_token_ends_the_answer_and_is_scored(name, causal):
+    task = tasks.get(name, end_token=True)
+    assert task.vocab_size == task.alphabet + 4 and task.end == task.alphabet + 3
+    batch = sample(task, 0, 32, 9, causal)
+    seen = set()
+    for b in range(32):
+        seq = full_sequence(batch, b, causal)
+        sep = int(np.flatnonzero(seq == task.sep)[0])
+        x = seq[:sep]
+        seen.add(len(x))
+        answer = REARRANGE[name](x) + [task.end]
+        np.testing.assert_array_equal(seq[sep + 1 :], answer)
+        assert len(seq) == task.seq_len(len(x), causal) + causal
+        # Scored: every answer token, END included, against its own target.
+        first = sep if causal else sep + 1
+        scored = np.flatnonzero(batch.loss_mask[b])
+        np.testing.assert_array_equal(scored, first + np.arange(len(answer)))
+        np.testing.assert_array_equal(batch.targets[b][scored], answer)
+        if not causal:
+            assert (batch.inputs[b][scored] == task.blank).all()
+    assert len(seen) > 4
+
+
+def test_without_the_end_token_the_answer_stops_at_the_last_symbol():
+    plain, ended = tasks.get("reverse"), tasks.get("reverse", end_token=True)
+    width = ended.seq_len(7, True)  # one width for both: the same symbols are drawn
+    a, b = (
+        jax.tree.map(np.asarray, t.sample(jax.random.key(3), 16, 7, pad_to=width))
+        for t in (plain, ended)
+    )
+    assert plain.vocab_size == plain.alphabet + 3 and (a.targets < plain.vocab_size).all()
+    for row in range(16):
+        n = int(a.valid[row].sum())
+        np.testing.assert_array_equal(a.inputs[row][:n], b.inputs[row][:n])  # same symbols
+        assert b.valid[row].sum() == n + 1 and b.targets[row][n] == ended.end
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [("offset", {}), ("byte_lm", {}), ("grid", {}), ("count_copy", {"repeat": 2})],
+)
+def test_an_end_token_on_a_task_without_one_names_the_tasks_that_have_it(name, options):
+    with pytest.raises(ValueError, match=r"no option\(s\) \['end_token'\].*copy, reverse"):
+        tasks.get(name, end_token=True, **options)
