@@ -483,7 +483,8 @@ class _Refused(encodings.NoPE):
 
 def test_encoding_checks_run_before_any_hook():
     """RunConfig.check and the model call the encoding's check before any hook or property of
-    the encoding is read (issue 22: an empty mixture pattern crashed in position_axes)."""
+    the encoding is read, so that a bad encoding (an empty mixture pattern) gets its own error
+    rather than a crash in position_axes."""
     from pe_research.model import Transformer
 
     cfg = dataclasses.replace(TINY, encoding=_Refused())

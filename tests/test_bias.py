@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from pe_research import encodings
 from pe_research.config import ModelConfig
 from pe_research.encodings.base import Dims
 from pe_research.encodings.bias import ALiBi, Kerple, T5Bias, alibi_slopes, t5_relative_bucket
 from pe_research.encodings.learned_bias import FIRE, TransformerXL, fire_normalized_distance
-from pe_research.model import Transformer
+from pe_research.model import KEYS, PROBS, QUERIES, Transformer
 
 DIMS = Dims(d_model=32, num_heads=2, head_dim=16, causal=True)
 ENCODINGS = [
@@ -339,3 +340,30 @@ def test_bias_hook_bf16_inputs_give_float32():
         bias = _bias(enc, params, q, k, POS[:, :6], POS[:, :6])
         assert bias.dtype == jnp.float32, enc.name
         assert bool(jnp.all(jnp.isfinite(bias))), enc.name
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_t5_bias_adds_to_scaled_or_unscaled_logits(scaled):
+    """Attention probabilities against float64 numpy: softmax(q.k [/ sqrt(K)] + table[bucket])
+    over earlier keys, from the q and k the model records before its hooks."""
+    cfg = ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32)
+    enc = encodings.get("t5", shared=True, scaled=scaled, num_buckets=8, max_distance=16)
+    model = Transformer(cfg, enc, 10, rngs=nnx.Rngs(0))
+    model.set_attributes(capture_attention=True)
+    L = 24
+    tokens = jax.random.randint(jax.random.key(1), (1, L), 0, 10)
+    pos = jnp.arange(L)[None]
+    _, sown = nnx.capture(model, nnx.Intermediate)(tokens, pos, jnp.ones((1, L), bool))
+    sown = nnx.to_pure_dict(sown)["blocks"][0]["attn"]
+    probs, q, k = (np.asarray(sown[n][0], np.float64) for n in (PROBS, QUERIES, KEYS))
+    table = np.asarray(model.pe["table_NH"][...], np.float64)
+    rel = np.arange(L)[None, :] - np.arange(L)[:, None]  # key - query
+    bucket = np.asarray(
+        t5_relative_bucket(rel, bidirectional=False, num_buckets=8, max_distance=16)
+    )
+    dot = np.einsum("lhk,mhk->hlm", q[0], k[0])
+    want = dot / (np.sqrt(q.shape[-1]) if scaled else 1.0) + table[bucket].transpose(2, 0, 1)
+    want = np.where(np.tril(np.ones((L, L), bool))[None], want, -np.inf)
+    want = np.exp(want - want.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    np.testing.assert_allclose(probs[0], want, atol=2e-5)

@@ -1,4 +1,5 @@
-"""RunConfig: JSON round trip, labels, and the checks that tie encoding, sampler and task."""
+"""RunConfig: JSON round trip (encodings through the registry too), labels, and the checks that
+tie encoding, sampler and task."""
 
 import dataclasses
 import json
@@ -7,6 +8,8 @@ import pytest
 
 from pe_research import encodings, positions, tasks
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig, series_label
+from pe_research.encodings import DAPE, NAPE, FoPE, PaTH, PoPE, Temperature
+from pe_research.encodings.bias import ALiBi
 
 
 def test_round_trip_through_json_keeps_every_choice():
@@ -69,3 +72,17 @@ def test_checks_tie_encoding_sampler_and_task():
         ).check()
     with pytest.raises(ValueError, match="max_positions=64"):
         RunConfig(encoding=encodings.get("learned", max_positions=64)).check()
+
+
+def test_every_new_encoding_is_registered_and_round_trips():
+    for name, cls in [
+        ("fope", FoPE),
+        ("pope", PoPE),
+        ("dape", DAPE),
+        ("path", PaTH),
+        ("temperature", Temperature),
+        ("nape", NAPE),
+    ]:
+        enc = encodings.get(name)
+        assert type(enc) is cls and encodings.from_dict(encodings.to_dict(enc)) == enc
+    assert ALiBi() == DAPE().prior_encoding

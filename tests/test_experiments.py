@@ -1,11 +1,16 @@
-"""Every shipped experiment builds valid run configs at every scale, and says how to run it."""
+"""Every shipped experiment builds valid run configs at every scale and says how to run it; the CPU
+presets of the addition and contextual-task experiments train a few steps."""
 
+import dataclasses
 import random
 import re
 from pathlib import Path
 
+import jax
+import numpy as np
 import pytest
 
+from pe_research import train
 from pe_research.config import series_label, task_label
 from pe_research.sweeps import experiments, sweep
 
@@ -96,3 +101,35 @@ def test_paper_vs_here_reads_the_rows_of_its_own_runs(name):
         partial = module.paper_vs_here([r for r in rows if r["task"].startswith("count_copy")])
         assert "| count_copy(alphabet=100) | nope " in partial
         assert "reciprocal rank" not in partial
+
+
+@pytest.mark.parametrize("name", ["addition", "contextual_tasks"])
+def test_experiment_configs_train_a_few_steps(name):
+    """Every task, encoding and position sampler of the experiment's CPU preset trains three
+    steps in at least one config (one seed; the configs that add none are skipped), the model cut
+    to one layer and the batch to 8 sequences in one length bucket to keep the compile time
+    down: the loss is finite and changes."""
+    module = experiments.load_experiment(str(ROOT / "experiments" / f"{name}.py"))
+    configs = experiments.experiment_runs(module, "cpu")
+    seen: set = set()
+    for cfg in configs:
+        parts = {("task", cfg.task), ("encoding", cfg.encoding), ("positions", cfg.positions)}
+        if parts <= seen:
+            continue
+        seen |= parts
+        cfg = dataclasses.replace(
+            cfg,
+            model=dataclasses.replace(cfg.model, num_layers=1),
+            train=dataclasses.replace(cfg.train, batch_size=8, length_buckets=1),
+        )
+        cfg.check()
+        keys = train.keys_from_seed(cfg.seed)
+        graphdef, state = train.init_state(cfg, keys)
+        step = train.make_train_step(cfg, graphdef)
+        losses = []
+        for i in range(3):
+            state, metrics = step(state, jax.random.fold_in(keys.data, i), keys.positions)
+            losses.append(float(metrics["loss"]))
+        assert np.isfinite(losses).all() and losses[0] != losses[-1], (parts, losses)
+    every = {(k, getattr(c, k)) for c in configs for k in ("task", "encoding", "positions")}
+    assert seen == every

@@ -1,11 +1,17 @@
-"""Position samplers: determinism, ranges, padding at 0, and the registry."""
+"""Position samplers: determinism, ranges, padding at 0, the registry, and the samplers that read
+the task's coordinates (coupled, abacus) with the rules they bend."""
+
+import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
-from pe_research import positions, tasks
+from pe_research import encodings, positions, tasks, train
+from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
 from pe_research.positions import Contiguous, Grid, MRoPE, Offset, Randomized, Scaled
 
 LENGTHS = jnp.array([[3], [8], [1], [6]])
@@ -137,3 +143,151 @@ def test_mrope_sampler_gives_text_its_index_on_every_axis_and_patches_their_cell
         np.testing.assert_array_equal(sums_BLA[..., a], flat_BL)
     with pytest.raises(ValueError, match=r"must be \(row, col\) or \(frame, row, col\)"):
         MRoPE().sample(jax.random.key(0), VALID_BL, coords_BLA=jnp.zeros((4, 8, 4), jnp.int32))
+
+
+def test_a_random_offset_on_a_sampler_without_one_names_the_samplers_that_have_it():
+    for name in ("contiguous", "randomized", "scaled"):
+        with pytest.raises(ValueError, match=r"max_offset.*choose one of those.*offset --max"):
+            positions.get(name, max_offset=8)
+    assert positions.get("coupled", max_offset=8).max_offset == 8
+
+
+# -- the coupled sampler ---------------------------------------------------------------------------
+
+
+@functools.cache
+def compiled_sampler(task, batch_size, length, causal):
+    """One compiled program per task and shape instead of eager ops."""
+    return jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))
+
+
+def test_coupled_sampler_gives_equal_significance_one_position_plus_an_offset():
+    batch = compiled_sampler(tasks.get("addition"), 64, 6, True)(jax.random.key(0))
+    sampler = positions.Coupled(max_offset=10)
+    pos = np.asarray(
+        jax.jit(sampler.sample)(jax.random.key(1), batch.valid, coords_BLA=batch.coords)
+    )
+    valid, coords = np.asarray(batch.valid), np.asarray(batch.coords)[..., 0]
+    assert pos.dtype == np.int32 and (pos[~valid] == 0).all()
+    offsets = set()
+    for b in range(64):
+        offset = pos[b][valid[b]] - coords[b][valid[b]]
+        assert len(set(offset)) == 1  # one offset per row
+        offsets.add(int(offset[0]))
+    assert offsets == set(range(11))
+    assert pos.max() <= sampler.max_position(batch.inputs.shape[1])
+    plain = positions.Coupled().sample(jax.random.key(1), batch.valid, coords_BLA=batch.coords)
+    np.testing.assert_array_equal(plain, np.where(valid, coords, 0))
+
+
+def test_coupled_sampler_without_coupling_names_the_task_and_the_sampler():
+    copy = compiled_sampler(tasks.get("copy"), 2, 4, True)(jax.random.key(0))
+    with pytest.raises(ValueError, match="coupled position sampler.*use a task with coupled"):
+        positions.Coupled().sample(jax.random.key(0), copy.valid, coords_BLA=copy.coords)
+    grid = compiled_sampler(tasks.get("grid"), 2, 3, True)(jax.random.key(0))
+    with pytest.raises(ValueError, match=r"must have shape \(2, 19, 1\)"):
+        positions.Coupled().sample(jax.random.key(0), grid.valid, coords_BLA=grid.coords)
+    with pytest.raises(ValueError, match="max_offset must be an integer >= 0"):
+        positions.Coupled(max_offset=-1)
+    for task in ("copy", "grid"):
+        cfg = RunConfig(task=tasks.get(task), positions=positions.Coupled())
+        with pytest.raises(ValueError, match=f"'coupled' position sampler .* task '{task}'"):
+            cfg.check()
+    cfg = RunConfig(task=tasks.get("addition"), encoding=encodings.get("rope_nd", axes=2),
+                    positions=positions.Grid())  # fmt: skip
+    with pytest.raises(ValueError, match="reads 2 coordinate.s. .* task 'addition' gives 1"):
+        cfg.check()
+
+
+def test_coupling_is_refused_with_encodings_that_need_increasing_positions():
+    """T5's unidirectional buckets read a larger key position as the future (bucket 0) and xPos
+    would grow instead of decay: both need increasing positions, which coupling breaks."""
+    assert not positions.Coupled.increasing
+    for name in ("t5", "xpos"):
+        cfg = RunConfig(task=tasks.get("addition"), encoding=encodings.get(name),
+                        positions=positions.Coupled())  # fmt: skip
+        with pytest.raises(ValueError, match="repeat or decrease over the tokens"):
+            cfg.check()
+        dataclasses.replace(cfg, positions=positions.Contiguous()).check()
+    for name in ("rope", "alibi", "fire", "learned", "nope", "cope"):
+        RunConfig(task=tasks.get("addition"), encoding=encodings.get(name),
+                  positions=positions.Coupled()).check()  # fmt: skip
+
+
+def test_every_sampler_declares_what_it_reads_and_whether_it_increases():
+    for name, cls in positions.classes().items():
+        assert cls.task_axes == {"grid": 2, "coupled": 1, "abacus": 1}.get(name), name
+        assert cls.increasing == (name not in ("grid", "coupled", "abacus", "mrope")), name
+
+
+def test_evaluation_keeps_the_coupling_without_the_offset():
+    cfg = RunConfig(task=tasks.get("addition"), positions=positions.Coupled(max_offset=7))
+    assert cfg.eval_sampler == positions.Coupled()
+    train_positions = dataclasses.replace(cfg, eval=EvalConfig(positions="train"))
+    assert train_positions.eval_sampler == positions.Coupled(max_offset=7)
+    assert RunConfig(positions=positions.Offset()).eval_sampler == positions.Contiguous()
+    assert RunConfig(task=tasks.get("grid"), encoding=encodings.get("rope_nd", axes=2),
+                     positions=positions.Grid()).eval_sampler == positions.Grid()  # fmt: skip
+
+
+def test_coupled_positions_reach_the_model():
+    """With repeated positions the model stays finite; RoPE's logits follow the coupling (they
+    differ from contiguous positions), NoPE's cannot."""
+    task, coupled = tasks.get("addition"), positions.Coupled(max_offset=3)
+    batch = compiled_sampler(task, 4, 4, True)(jax.random.key(0))
+    pos = {
+        sampler.name: jax.jit(sampler.sample)(jax.random.key(1), batch.valid, batch.coords)
+        for sampler in (coupled, positions.Contiguous())
+    }
+    model = ModelConfig(num_layers=1, d_model=16, num_heads=2, mlp_dim=32)
+    valid = np.asarray(batch.valid)
+    logits = {}
+    for name in ("rope", "nope"):
+        cfg = RunConfig(task=task, encoding=encodings.get(name), positions=coupled, model=model,
+                        train=TrainConfig(train_length=4))  # fmt: skip
+        cfg.check()
+        graphdef, params = train.init_model(cfg, jax.random.key(0))
+        forward = jax.jit(
+            functools.partial(lambda g, p, x, q, v: nnx.merge(g, p)(x, q, v), graphdef)
+        )
+        for sampler, pos_BL in pos.items():
+            out = np.asarray(forward(params, batch.inputs, pos_BL, batch.valid))[valid]
+            assert np.isfinite(out).all()
+            logits[name, sampler] = out
+    assert np.abs(logits["rope", "coupled"] - logits["rope", "contiguous"]).max() > 1e-3
+    np.testing.assert_allclose(logits["nope", "coupled"], logits["nope", "contiguous"], atol=1e-6)
+
+
+# -- the abacus sampler ----------------------------------------------------------------------------
+
+
+def test_abacus_numbers_digits_within_their_numbers_and_offsets_them_in_training():
+    task = tasks.get("multiplication")
+    batch = jax.jit(lambda key: task.sample(key, 16, 6))(jax.random.key(0))
+    sampler = positions.get("abacus", max_offset=50)
+    pos = np.asarray(jax.jit(sampler.sample)(jax.random.key(1), batch.valid, batch.coords))
+    places = np.asarray(batch.coords[..., 0])
+    digits = places > 0
+    assert (pos[~digits] == 0).all()  # operators, SEP, padding
+    offsets = pos[digits] - places[digits]
+    per_row = [set((pos[b] - places[b])[digits[b]]) for b in range(16)]
+    assert all(len(r) == 1 for r in per_row) and len(set().union(*per_row)) > 3
+    assert 0 <= offsets.min() and offsets.max() <= 50
+    cfg = RunConfig(task=task, positions=sampler, encoding=encodings.get("learned"))
+    assert cfg.eval_sampler == positions.get("abacus", max_offset=0)
+    with pytest.raises(ValueError, match="coupled position sampler reads"):
+        sampler.sample(jax.random.key(0), batch.valid, None)
+    with pytest.raises(ValueError, match="abacus sampler max_offset must be an integer >= 0"):
+        positions.get("abacus", max_offset=-1)
+
+
+def test_abacus_with_a_learned_table_too_small_is_refused_before_training():
+    cfg = RunConfig(
+        task=tasks.get("addition"),
+        positions=positions.get("abacus"),
+        encoding=encodings.get("learned", max_positions=64),
+        train=TrainConfig(train_length=4),
+        eval=EvalConfig(lengths=(4,)),
+    )
+    with pytest.raises(ValueError, match="max_positions=64"):
+        cfg.check()

@@ -1,18 +1,20 @@
 """Results that can be trusted later: determinism, divergence shown rather than hidden, and the
 code version of every run recorded and checked.
 
-- Determinism (issue 7, item 4): the same config and seed train to identical metrics.jsonl and
+- Determinism: the same config and seed train to identical metrics.jsonl and
   eval.jsonl rows twice in a row (`test_same_config_and_seed_give_identical_rows`). Packed seeds
   equal one-by-one seeds, and 8 simulated devices equal 1 device within 1e-5, in
   tests/test_packing.py (`test_packed_seeds_equal_one_by_one`,
   `test_eight_devices_match_one_device`).
-- Divergence (item 3): a learning rate that must diverge marks its run FAILED with the step, the
+- Divergence: a learning rate that must diverge marks its run FAILED with the step, the
   sweep goes on with the next run and does not redo the failed one unless asked, and the
   summary shows failed@step N and a Failed runs section (`test_a_diverging_run_...`, with real
   training; the summary and sweep logic also on hand-made FAILED records below).
-- Provenance (item 7): config.json records the package version, git commit and uncommitted
+- Provenance: config.json records the package version, git commit and uncommitted
   changes, jax/flax versions and the devices; a summary of runs from different code versions
   keeps them apart under a warning.
+- File modes: a run's files, written atomically through temporary files, take the mode the
+  umask gives.
 """
 
 import csv
@@ -261,7 +263,7 @@ def test_a_diverging_run_is_marked_failed_and_the_sweep_goes_on(tmp_path, capsys
     assert done.failed == [dirs[0]] and runs.failure(dirs[0])["step"] == record["step"]
 
 
-# -- file modes (issue 22, item 2) ----------------------------------------------------------------
+# -- file modes ------------------------------------------------------------------------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The reproductions of issue 23: protocol tables that hold and are in the docstrings, paper
+"""The paper reproductions: protocol tables that hold and are in the docstrings, paper
 scales that match the papers and train, coupled offsets that cover the evaluated positions, the
 paper's numbers recomputed from released results, and the report read from run directories."""
 

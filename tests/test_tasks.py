@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pe_research import tasks
+from pe_research import positions, tasks
 
 KEY = jax.random.key(0)
 
@@ -18,6 +18,12 @@ def rows(batch):
 def jit_sample(task, batch_size, length, causal=True):
     """One compiled program instead of many eager ops: keeps the tests fast."""
     return jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))(KEY)
+
+
+def sample(task, seed, batch_size, length, causal=True):
+    """A batch as numpy arrays, sampled by one compiled program."""
+    fn = jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))
+    return jax.tree.map(np.asarray, fn(jax.random.key(seed)))
 
 
 def assert_same_batch(a, b):
@@ -223,3 +229,44 @@ def test_grid_answer_is_the_shifted_grid_with_its_coordinates(shift, causal):
         np.testing.assert_array_equal(targets[b][answer][on], grid[src_r[on], src_c[on]])
         assert (targets[b][answer][~on] == task.pad).all()
     assert len(sides) > 2
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_video_answers_the_shifted_volume_with_its_coordinates(causal):
+    task = tasks.get("video", side=3, shift_frames=1, shift_rows=1, shift_cols=-1)
+    batch = sample(task, 0, 16, 4, causal)
+    # As grid's: every answer cell is asked for by a placeholder, scored where its source lies
+    # in the video (the others' target is PAD).
+    assert not (batch.loss_mask & ~batch.valid).any()
+    assert batch.coords.shape == (*batch.inputs.shape, 3)
+    for b in range(16):
+        seq = batch.targets[b]
+        n_valid = int(batch.valid[b].sum())
+        cells = (n_valid - 1) // 2
+        n = cells // 9
+        assert n_valid == 2 * n * 9 + 1 == task.seq_len(n, causal) and seq[cells] == task.sep
+        prompt = seq[:cells].reshape(n, 3, 3)
+        answer = seq[cells + 1 : n_valid].reshape(n, 3, 3)
+        scored = batch.loss_mask[b][cells + 1 : n_valid].reshape(n, 3, 3)
+        assert (batch.inputs[b][cells + 1 : n_valid] == task.blank).all()
+        np.testing.assert_array_equal(batch.inputs[b][: cells + 1], seq[: cells + 1])
+        for t, r, c in np.ndindex(n, 3, 3):
+            src = (t - 1, r - 1, c + 1)
+            inside = 0 <= src[0] < n and 0 <= src[1] < 3 and 0 <= src[2] < 3
+            assert scored[t, r, c] == inside
+            assert answer[t, r, c] == (prompt[src] if inside else task.pad)
+        grid = np.stack(np.meshgrid(np.arange(n), np.arange(3), np.arange(3), indexing="ij"), -1)
+        np.testing.assert_array_equal(batch.coords[b, :cells], grid.reshape(-1, 3))
+        np.testing.assert_array_equal(batch.coords[b, cells], [n, 0, 0])
+        np.testing.assert_array_equal(batch.coords[b, cells + 1 : n_valid], grid.reshape(-1, 3))
+        assert (batch.coords[b, n_valid:] == 0).all()
+    # The mrope sampler passes the task's (frame, row, col) through, padding at 0.
+    pos = np.asarray(positions.get("mrope").sample(jax.random.key(0), batch.valid, batch.coords))
+    np.testing.assert_array_equal(pos, np.where(batch.valid[..., None], batch.coords, 0))
+
+
+def test_video_shifts_off_the_frame_are_refused():
+    with pytest.raises(ValueError, match="keep \\|shift_rows\\| and \\|shift_cols\\| below side"):
+        tasks.get("video", side=2, shift_rows=2)
+    with pytest.raises(ValueError, match="video side must be an integer >= 1"):
+        tasks.get("video", side=0)

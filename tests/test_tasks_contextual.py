@@ -1,0 +1,289 @@
+"""The contextual-position tasks (flip-flop, selective copy, counting, local count) against
+independent numpy reconstructions: answers, scored spans, option frequencies, the built evaluation
+sets, and the errors."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pe_research import tasks
+from pe_research.data import builders, catalog, loader
+
+SEEDS = (0, 1, 2)
+
+
+@functools.cache
+def compiled_sampler(task, batch_size, length, causal):
+    """One compiled program per task and shape, shared by the seeds, instead of eager ops."""
+    return jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))
+
+
+def sample(task, seed, batch_size, length, causal=True):
+    fn = compiled_sampler(task, batch_size, length, causal)
+    return jax.tree.map(np.asarray, fn(jax.random.key(seed)))
+
+
+def check_common(task, batch, causal, *, labelling=False):
+    """Real tokens first, scored tokens among them, PAD targets after; decoders teacher forced
+    (a labelling task's targets are labels, not next tokens), encoders blank what they score."""
+    for b in range(batch.inputs.shape[0]):
+        n_valid = int(batch.valid[b].sum())
+        assert batch.valid[b][:n_valid].all() and not batch.valid[b][n_valid:].any()
+        assert not (batch.loss_mask[b] & ~batch.valid[b]).any()
+        assert (batch.targets[b][~batch.valid[b]] == task.pad).all()
+        if labelling:
+            continue
+        if causal:
+            np.testing.assert_array_equal(
+                batch.targets[b][: n_valid - 1], batch.inputs[b][1:n_valid]
+            )
+        else:
+            assert (batch.inputs[b][batch.loss_mask[b]] == task.blank).all()
+            keep = ~batch.loss_mask[b]
+            np.testing.assert_array_equal(batch.inputs[b][keep], batch.targets[b][keep])
+    assert batch.inputs.max() < task.vocab_size
+
+
+def full_sequence(batch, b, causal):
+    """Row b's whole token sequence: a decoder's inputs plus its last target; an encoder's
+    targets (its inputs with the answers filled in)."""
+    n_valid = int(batch.valid[b].sum())
+    if causal:
+        return np.append(batch.inputs[b][:n_valid], batch.targets[b][n_valid - 1])
+    return batch.targets[b][:n_valid]
+
+
+# -- flip-flop -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_flip_flop_reads_return_the_last_write(seed, causal):
+    task = tasks.get("flip_flop")
+    batch = sample(task, seed, 32, 12, causal)
+    check_common(task, batch, causal)
+    for b in range(32):
+        seq = full_sequence(batch, b, causal)
+        ops, bits = seq[0::2], seq[1::2]
+        n = len(ops)
+        assert len(seq) == 2 * n and 2 <= n <= 12
+        assert ops[0] == task.write and ops[-1] == task.read
+        assert set(ops) <= {task.write, task.read, task.ignore} and bits.max() < 2
+        last, reads = None, []
+        for i, (op, bit) in enumerate(zip(ops, bits, strict=True)):
+            if op == task.write:
+                last = bit
+            elif op == task.read:
+                assert bit == last, f"row {b}: read {i} gives {bit}, last write {last}"
+                reads.append(2 * i + 1)
+        scored = np.asarray(reads) - (1 if causal else 0)
+        np.testing.assert_array_equal(np.flatnonzero(batch.loss_mask[b]), scored)
+
+
+def test_flip_flop_instruction_frequencies_follow_p_ignore():
+    for p in (0.8, 0.1):
+        task = tasks.get("flip_flop", p_ignore=p)
+        batch = sample(task, 0, 256, 40)
+        ops = np.concatenate(
+            [full_sequence(batch, b, True)[0::2][1:-1] for b in range(256)]
+        )  # the random ones: not the first write nor the last read
+        assert abs(np.mean(ops == task.ignore) - p) < 0.03
+        assert abs(np.mean(ops == task.write) - np.mean(ops == task.read)) < 0.03
+
+
+def test_flip_flop_shortest_sequence_is_write_then_read():
+    task = tasks.get("flip_flop")
+    assert task.seq_len(1, False) == task.seq_len(2, False) == 4
+    batch = sample(task, 0, 8, 1, causal=False)
+    assert (batch.valid.sum(axis=1) == 4).all()
+    assert (batch.inputs[:, 0] == task.write).all() and (batch.inputs[:, 2] == task.read).all()
+    with pytest.raises(ValueError, match="p_ignore must be a probability in \\[0, 1\\]"):
+        tasks.get("flip_flop", p_ignore=1.5)
+
+
+# -- selective copy --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize(("seed", "percent"), [(0, 100), (1, 50), (2, 200)])
+def test_selective_copy_answers_the_symbols_without_the_noise(seed, percent, causal):
+    task = tasks.get("selective_copy", alphabet=6, noise_percent=percent)
+    batch = sample(task, seed, 32, 10, causal)
+    check_common(task, batch, causal)
+    patterns = set()
+    for b in range(32):
+        seq = full_sequence(batch, b, causal)
+        sep = int(np.argmax(seq == task.sep))
+        prompt, answer = seq[:sep], seq[sep + 1 :]
+        symbols = prompt[prompt != task.noise]
+        n = len(symbols)
+        assert len(answer) == n and 1 <= n <= 10
+        assert (prompt == task.noise).sum() == n * percent // 100
+        np.testing.assert_array_equal(answer, symbols)
+        assert symbols.max() < task.alphabet
+        start = sep if causal else sep + 1
+        np.testing.assert_array_equal(np.flatnonzero(batch.loss_mask[b]), start + np.arange(n))
+        patterns.add(tuple(prompt == task.noise))
+    assert len(patterns) > 20  # noise placed at random, not in one fixed pattern
+    with pytest.raises(ValueError, match="noise_percent must be an integer >= 0"):
+        tasks.get("selective_copy", noise_percent=-1)
+
+
+# -- counting --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_counting_answers_the_count_of_the_query(seed, causal):
+    task = tasks.get("counting", count_digits=2)
+    batch = sample(task, seed, 32, 30, causal)
+    check_common(task, batch, causal)
+    counts = set()
+    for b in range(32):
+        seq = full_sequence(batch, b, causal)
+        sep = int(np.argmax(seq == task.sep))
+        query, stream, answer = seq[0], seq[1:sep], seq[sep + 1 :]
+        count = int((stream == query).sum())
+        counts.add(count)
+        digits = answer - task.digit(0)
+        assert len(digits) == 2 and 0 <= digits.min() and digits.max() <= 9
+        assert 10 * digits[0] + digits[1] == count
+        start = sep if causal else sep + 1
+        np.testing.assert_array_equal(np.flatnonzero(batch.loss_mask[b]), start + np.arange(2))
+    assert len(counts) > 4
+
+
+def test_counting_beyond_its_digits_is_refused():
+    task = tasks.get("counting", count_digits=1)
+    assert task.seq_len(9, True) == 11
+    with pytest.raises(ValueError, match="raise count_digits to at least 2"):
+        task.seq_len(10, True)
+    with pytest.raises(ValueError, match="count_digits must be an integer in \\[1, 9\\]"):
+        tasks.get("counting", count_digits=0)
+
+
+# -- local count -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_local_count_labels_each_token_with_its_count_in_its_run(seed, causal):
+    task = tasks.get("local_count", alphabet=3, max_reps=5)
+    batch = sample(task, seed, 32, 40, causal)
+    check_common(task, batch, causal, labelling=True)
+    assert batch.targets.max() < task.vocab_size
+    run_lengths, lengths = [], set()
+    for b in range(32):
+        n = int(batch.valid[b].sum()) - 2
+        lengths.add(n)
+        # SEP (the start), the stream, END; only the stream is scored.
+        assert batch.inputs[b][0] == task.sep and batch.inputs[b][n + 1] == task.end
+        stream = batch.inputs[b][1 : n + 1]
+        assert stream.max() < task.alphabet
+        # Runs: maximal blocks of one symbol (consecutive runs differ, so blocks are runs).
+        edges = np.flatnonzero(np.diff(stream)) + 1
+        runs = np.split(np.arange(n), edges)
+        expected = np.concatenate([np.arange(len(r)) for r in runs])
+        np.testing.assert_array_equal(batch.targets[b][1 : n + 1], task.count_token(expected))
+        np.testing.assert_array_equal(np.flatnonzero(batch.loss_mask[b]), np.arange(1, n + 1))
+        run_lengths += [len(r) for r in runs[:-1]]  # the last run may be cut short
+    assert set(run_lengths) == {2, 3, 4, 5}
+    assert len(lengths) > 4
+    # The same stream in both forms: the labels never depend on later tokens.
+    other = sample(task, seed, 32, 40, not causal)
+    np.testing.assert_array_equal(batch.inputs, other.inputs)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_local_count_without_bos_eos_is_the_bare_stream(causal):
+    """bos_eos=False drops the two markers and nothing else: the same runs, labels and masks."""
+    task = tasks.get("local_count", alphabet=3, max_reps=5)
+    bare = tasks.get("local_count", alphabet=3, max_reps=5, bos_eos=False)
+    marked, plain = sample(task, 0, 16, 20, causal), sample(bare, 0, 16, 20, causal)
+    check_common(bare, plain, causal, labelling=True)
+    assert plain.targets.max() < bare.vocab_size
+    for b in range(16):
+        n = int(plain.valid[b].sum())
+        assert int(marked.valid[b].sum()) == n + 2 == task.seq_len(n, causal)
+        for marked_L, plain_L in [(marked.inputs, plain.inputs), (marked.targets, plain.targets)]:
+            np.testing.assert_array_equal(marked_L[b][1 : n + 1], plain_L[b][:n])
+        np.testing.assert_array_equal(plain.loss_mask[b], plain.valid[b])
+
+
+def test_local_count_refuses_bad_options():
+    with pytest.raises(ValueError, match="max_reps must be an integer >= 2"):
+        tasks.get("local_count", max_reps=1)
+    with pytest.raises(ValueError, match="bos_eos must be true or false"):
+        tasks.get("local_count", bos_eos="yes")
+
+
+# -- padding, traced lengths and built sets --------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize(
+    "task",
+    [
+        tasks.get("flip_flop", p_ignore=0.5),
+        tasks.get("selective_copy", noise_percent=150),
+        tasks.get("counting"),
+    ],
+    ids=lambda t: f"{t.name}{int(getattr(t, 'index_hints', 0))}",
+)
+def test_traced_lengths_padded_to_one_width_equal_the_eager_batch(task, causal):
+    @jax.jit
+    def traced(key, n):
+        return task.sample(key, 4, n, min_length=n, pad_to=80, causal=causal)
+
+    for n in (3, 7):
+        a = traced(jax.random.key(n), jnp.int32(n))
+        b = task.sample(jax.random.key(n), 4, n, min_length=n, pad_to=80, causal=causal)
+        for x, y in zip(a, b, strict=True):
+            assert (x is None) == (y is None)
+            if x is not None:
+                np.testing.assert_array_equal(x, y)
+        assert a.inputs.shape == (4, 80)
+        assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
+        assert (np.asarray(a.inputs)[~np.asarray(a.valid)] != task.blank).all()
+
+
+@pytest.mark.parametrize("name", ["local_count"])
+def test_traced_lengths_padded_to_one_width_equal_the_eager_batch_in_encoders(name):
+    """The encoder form (test_tasks.py checks every task's decoder form)."""
+    task, causal = tasks.get(name), False
+
+    @jax.jit
+    def traced(key, n):
+        return task.sample(key, 4, n, min_length=n, pad_to=48, causal=causal)
+
+    for n in (3, 7):
+        a = traced(jax.random.key(n), jnp.int32(n))
+        b = task.sample(jax.random.key(n), 4, n, min_length=n, pad_to=48, causal=causal)
+        for x, y in zip(a, b, strict=True):
+            assert (x is None) == (y is None)
+            if x is not None:
+                np.testing.assert_array_equal(x, y)
+        assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
+
+
+@pytest.mark.parametrize("name", ["flip_flop", "selective_copy", "counting", "local_count"])
+def test_built_examples_read_back_as_the_sampled_batches(tmp_path, name):
+    """The tfds builder of each task stores what evaluation samples (coords included)."""
+    config = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
+    catalog.build(name, config, data_dir=tmp_path)
+    eval_set = loader.EvalSet(f"tfds:pe_{name}/tiny", tmp_path)
+    task = tasks.get(name)
+    for n, fresh in zip(config.lengths, builders._eval_batches(task, config), strict=True):
+        stored = eval_set.batch(n, config.per_length, fresh.inputs.shape[1])
+        valid = np.asarray(fresh.valid)
+        for field, a, b in zip(fresh._fields, fresh, stored, strict=True):
+            assert (a is None) == (b is None), field
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if field == "inputs":  # beyond the sequence the built set holds PAD
+                a = np.where(valid, a, task.pad)
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")

@@ -1,0 +1,181 @@
+"""Rearrangement tasks beside the copy, reverse, duplicate, count_copy and offset tests of
+tests/test_tasks.py: sort against Python's sort, its built evaluation set, and the end token that
+closes the answers of copy, reverse and duplicate."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pe_research import tasks
+from pe_research.data import builders, catalog, loader
+
+SEEDS = (0, 1)
+
+
+@functools.cache
+def compiled_sampler(task, batch_size, length, causal):
+    """One compiled program per task and shape, shared by the seeds, instead of eager ops."""
+    return jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))
+
+
+def sample(task, seed, batch_size, length, causal=True):
+    fn = compiled_sampler(task, batch_size, length, causal)
+    return jax.tree.map(np.asarray, fn(jax.random.key(seed)))
+
+
+def check_common(task, batch, causal):
+    """Real tokens first, scored tokens among them, PAD targets after; decoders teacher forced,
+    encoders blank what they score."""
+    for b in range(batch.inputs.shape[0]):
+        n_valid = int(batch.valid[b].sum())
+        assert batch.valid[b][:n_valid].all() and not batch.valid[b][n_valid:].any()
+        assert not (batch.loss_mask[b] & ~batch.valid[b]).any()
+        assert (batch.targets[b][~batch.valid[b]] == task.pad).all()
+        if causal:
+            np.testing.assert_array_equal(
+                batch.targets[b][: n_valid - 1], batch.inputs[b][1:n_valid]
+            )
+        else:
+            assert (batch.inputs[b][batch.loss_mask[b]] == task.blank).all()
+            keep = ~batch.loss_mask[b]
+            np.testing.assert_array_equal(batch.inputs[b][keep], batch.targets[b][keep])
+    assert batch.inputs.max() < task.vocab_size and batch.targets.max() < task.vocab_size
+
+
+def full_sequence(batch, b, causal):
+    """Row b's whole token sequence: a decoder's inputs plus its last target; an encoder's
+    targets (its inputs with the answers filled in)."""
+    n_valid = int(batch.valid[b].sum())
+    if causal:
+        return np.append(batch.inputs[b][:n_valid], batch.targets[b][n_valid - 1])
+    return batch.targets[b][:n_valid]
+
+
+def scored_positions(answer_at, causal):
+    """Where a sequence's answer tokens are scored: at the token before each in a decoder."""
+    return np.asarray(answer_at) - (1 if causal else 0)
+
+
+# -- sort ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_sort_answers_the_sorted_prompt(seed, causal):
+    task = tasks.get("sort", alphabet=6)
+    batch = sample(task, seed, 32, 10, causal)
+    check_common(task, batch, causal)
+    lengths = set()
+    for b in range(32):
+        seq = full_sequence(batch, b, causal)
+        n = int(np.argmax(seq == task.sep))
+        lengths.add(n)
+        assert len(seq) == 2 * n + 1 == task.seq_len(n, causal) + causal
+        prompt, answer = seq[:n], seq[n + 1 :]
+        assert prompt.max() < task.alphabet
+        np.testing.assert_array_equal(answer, sorted(prompt.tolist()))
+        answer_at = n + 1 + np.arange(n)
+        np.testing.assert_array_equal(
+            np.flatnonzero(batch.loss_mask[b]), scored_positions(answer_at, causal)
+        )
+    assert len(lengths) > 4
+
+
+@pytest.mark.parametrize("name", ["sort"])
+def test_traced_lengths_padded_to_one_width_equal_the_eager_batch_in_encoders(name):
+    """The encoder form (test_tasks.py checks every task's decoder form)."""
+    task, causal = tasks.get(name), False
+
+    @jax.jit
+    def traced(key, n):
+        return task.sample(key, 4, n, min_length=n, pad_to=48, causal=causal)
+
+    for n in (3, 7):
+        a = traced(jax.random.key(n), jnp.int32(n))
+        b = task.sample(jax.random.key(n), 4, n, min_length=n, pad_to=48, causal=causal)
+        for x, y in zip(a, b, strict=True):
+            assert (x is None) == (y is None)
+            if x is not None:
+                np.testing.assert_array_equal(x, y)
+        assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
+
+
+@pytest.mark.parametrize("name", ["sort"])
+def test_built_examples_read_back_as_the_sampled_batches(tmp_path, name):
+    """The tfds builder of each task stores what evaluation samples (coords included)."""
+    config = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
+    catalog.build(name, config, data_dir=tmp_path)
+    eval_set = loader.EvalSet(f"tfds:pe_{name}/tiny", tmp_path)
+    task = tasks.get(name)
+    for n, fresh in zip(config.lengths, builders._eval_batches(task, config), strict=True):
+        stored = eval_set.batch(n, config.per_length, fresh.inputs.shape[1])
+        valid = np.asarray(fresh.valid)
+        for field, a, b in zip(fresh._fields, fresh, stored, strict=True):
+            assert (a is None) == (b is None), field
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if field == "inputs":  # beyond the sequence the built set holds PAD
+                a = np.where(valid, a, task.pad)
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")
+
+
+# -- end tokens ------------------------------------------------------------------------------------
+
+
+REARRANGE = {
+    "copy": lambda x: list(x),
+    "reverse": lambda x: list(x[::-1]),
+    "duplicate": lambda x: list(x) + list(x),
+}
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("name", sorted(REARRANGE))
+def test_end_token_ends_the_answer_and_is_scored(name, causal):
+    task = tasks.get(name, end_token=True)
+    assert task.vocab_size == task.alphabet + 4 and task.end == task.alphabet + 3
+    batch = sample(task, 0, 32, 9, causal)
+    seen = set()
+    for b in range(32):
+        seq = full_sequence(batch, b, causal)
+        sep = int(np.flatnonzero(seq == task.sep)[0])
+        x = seq[:sep]
+        seen.add(len(x))
+        answer = REARRANGE[name](x) + [task.end]
+        np.testing.assert_array_equal(seq[sep + 1 :], answer)
+        assert len(seq) == task.seq_len(len(x), causal) + causal
+        # Scored: every answer token, END included, against its own target.
+        first = sep if causal else sep + 1
+        scored = np.flatnonzero(batch.loss_mask[b])
+        np.testing.assert_array_equal(scored, first + np.arange(len(answer)))
+        np.testing.assert_array_equal(batch.targets[b][scored], answer)
+        if not causal:
+            assert (batch.inputs[b][scored] == task.blank).all()
+    assert len(seen) > 4
+
+
+def test_without_the_end_token_the_answer_stops_at_the_last_symbol():
+    plain, ended = tasks.get("reverse"), tasks.get("reverse", end_token=True)
+    width = ended.seq_len(7, True)  # one width for both: the same symbols are drawn
+    a, b = (
+        jax.tree.map(np.asarray, t.sample(jax.random.key(3), 16, 7, pad_to=width))
+        for t in (plain, ended)
+    )
+    assert plain.vocab_size == plain.alphabet + 3 and (a.targets < plain.vocab_size).all()
+    for row in range(16):
+        n = int(a.valid[row].sum())
+        np.testing.assert_array_equal(a.inputs[row][:n], b.inputs[row][:n])  # same symbols
+        assert b.valid[row].sum() == n + 1 and b.targets[row][n] == ended.end
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [("offset", {}), ("byte_lm", {}), ("grid", {}), ("count_copy", {"repeat": 2})],
+)
+def test_an_end_token_on_a_task_without_one_names_the_tasks_that_have_it(name, options):
+    with pytest.raises(ValueError, match=r"no option\(s\) \['end_token'\].*copy, reverse"):
+        tasks.get(name, end_token=True, **options)

@@ -1,0 +1,138 @@
+"""Multi-query associative recall against a dictionary lookup: distinct keys, every key asked
+once, the scored answers, the built evaluation set, and the errors."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pe_research import tasks
+from pe_research.config import EvalConfig, RunConfig, TrainConfig
+from pe_research.data import builders, catalog, loader
+
+SEEDS = (0, 1)
+
+
+@functools.cache
+def compiled_sampler(task, batch_size, length, causal):
+    """One compiled program per task and shape, shared by the seeds, instead of eager ops."""
+    return jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))
+
+
+def sample(task, seed, batch_size, length, causal=True):
+    fn = compiled_sampler(task, batch_size, length, causal)
+    return jax.tree.map(np.asarray, fn(jax.random.key(seed)))
+
+
+def check_common(task, batch, causal):
+    """Real tokens first, scored tokens among them, PAD targets after; decoders teacher forced,
+    encoders blank what they score."""
+    for b in range(batch.inputs.shape[0]):
+        n_valid = int(batch.valid[b].sum())
+        assert batch.valid[b][:n_valid].all() and not batch.valid[b][n_valid:].any()
+        assert not (batch.loss_mask[b] & ~batch.valid[b]).any()
+        assert (batch.targets[b][~batch.valid[b]] == task.pad).all()
+        if causal:
+            np.testing.assert_array_equal(
+                batch.targets[b][: n_valid - 1], batch.inputs[b][1:n_valid]
+            )
+        else:
+            assert (batch.inputs[b][batch.loss_mask[b]] == task.blank).all()
+            keep = ~batch.loss_mask[b]
+            np.testing.assert_array_equal(batch.inputs[b][keep], batch.targets[b][keep])
+    assert batch.inputs.max() < task.vocab_size and batch.targets.max() < task.vocab_size
+
+
+def full_sequence(batch, b, causal):
+    """Row b's whole token sequence: a decoder's inputs plus its last target; an encoder's
+    targets (its inputs with the answers filled in)."""
+    n_valid = int(batch.valid[b].sum())
+    if causal:
+        return np.append(batch.inputs[b][:n_valid], batch.targets[b][n_valid - 1])
+    return batch.targets[b][:n_valid]
+
+
+def scored_positions(answer_at, causal):
+    """Where a sequence's answer tokens are scored: at the token before each in a decoder."""
+    return np.asarray(answer_at) - (1 if causal else 0)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_mqar_recalls_the_value_of_every_key(seed, causal):
+    task = tasks.get("mqar", alphabet=4, keys=12)
+    batch = sample(task, seed, 32, 12, causal)
+    check_common(task, batch, causal)
+    lengths, orders = set(), set()
+    for b in range(32):
+        seq = full_sequence(batch, b, causal)
+        n = int(np.argmax(seq == task.sep)) // 2
+        lengths.add(n)
+        assert len(seq) == 4 * n + 1 == task.seq_len(n, causal) + causal
+        keys, values = seq[: 2 * n : 2], seq[1 : 2 * n : 2]
+        queries, answers = seq[2 * n + 1 :: 2], seq[2 * n + 2 :: 2]
+        assert len(set(keys.tolist())) == n, "keys are distinct"
+        assert ((keys >= task.alphabet + 3) & (keys < task.vocab_size)).all()
+        assert values.max() < task.alphabet
+        assert sorted(queries.tolist()) == sorted(keys.tolist()), "every key asked once"
+        lookup = dict(zip(keys.tolist(), values.tolist(), strict=True))
+        np.testing.assert_array_equal(answers, [lookup[q] for q in queries.tolist()])
+        orders.add(tuple(np.argsort(queries)))
+        answer_at = 2 * n + 2 + 2 * np.arange(n)
+        np.testing.assert_array_equal(
+            np.flatnonzero(batch.loss_mask[b]), scored_positions(answer_at, causal)
+        )
+    assert len(lengths) > 4 and len(orders) > 4
+
+
+def test_mqar_needs_as_many_keys_as_pairs():
+    task = tasks.get("mqar", keys=10)
+    assert task.seq_len(10, True) == 40
+    with pytest.raises(ValueError, match="raise keys to at least 11"):
+        task.seq_len(11, True)
+    cfg = RunConfig(task=task, train=TrainConfig(train_length=8), eval=EvalConfig(lengths=(8, 16)))
+    with pytest.raises(ValueError, match="there are keys=10 key tokens"):
+        cfg.check()
+    with pytest.raises(ValueError, match="mqar keys must be an integer >= 1"):
+        tasks.get("mqar", keys=0)
+
+
+@pytest.mark.parametrize("name", ["mqar"])
+def test_traced_lengths_padded_to_one_width_equal_the_eager_batch_in_encoders(name):
+    """The encoder form (test_tasks.py checks every task's decoder form)."""
+    task, causal = tasks.get(name), False
+
+    @jax.jit
+    def traced(key, n):
+        return task.sample(key, 4, n, min_length=n, pad_to=48, causal=causal)
+
+    for n in (3, 7):
+        a = traced(jax.random.key(n), jnp.int32(n))
+        b = task.sample(jax.random.key(n), 4, n, min_length=n, pad_to=48, causal=causal)
+        for x, y in zip(a, b, strict=True):
+            assert (x is None) == (y is None)
+            if x is not None:
+                np.testing.assert_array_equal(x, y)
+        assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
+
+
+@pytest.mark.parametrize("name", ["mqar"])
+def test_built_examples_read_back_as_the_sampled_batches(tmp_path, name):
+    """The tfds builder of each task stores what evaluation samples (coords included)."""
+    config = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
+    catalog.build(name, config, data_dir=tmp_path)
+    eval_set = loader.EvalSet(f"tfds:pe_{name}/tiny", tmp_path)
+    task = tasks.get(name)
+    for n, fresh in zip(config.lengths, builders._eval_batches(task, config), strict=True):
+        stored = eval_set.batch(n, config.per_length, fresh.inputs.shape[1])
+        valid = np.asarray(fresh.valid)
+        for field, a, b in zip(fresh._fields, fresh, stored, strict=True):
+            assert (a is None) == (b is None), field
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if field == "inputs":  # beyond the sequence the built set holds PAD
+                a = np.where(valid, a, task.pad)
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")
