@@ -194,6 +194,17 @@ class TrainConfig:
     it would alone. Each seed's fit step goes to its fit.jsonl and to results.csv."""
     fit_check_every: int = 50
     """Steps between the fit checks of stop_when_fit (a multiple of steps_per_dispatch)."""
+    select_best: bool = False
+    """Train to `steps` and keep the parameters of the best validation check: every
+    `select_every` steps (and at the last), exact match on the held-out sequences of
+    `select_lengths`, averaged over them; evaluation then scores the best (the first of ties).
+    Kazemnejad et al. (2023) report the checkpoint best on their in-distribution validation
+    lengths. Each check goes to the run's select.jsonl, the chosen step to its eval rows."""
+    select_every: int = 500
+    """Steps between the validation checks of select_best (a multiple of steps_per_dispatch)."""
+    select_lengths: tuple[int, ...] = ()
+    """The validation lengths of select_best (each an evaluation length at or below the
+    training length); empty: every evaluation length at or below the training length."""
 
     def check(self) -> None:
         for name in ("steps", "batch_size", "train_length", "log_every", "length_buckets"):
@@ -238,6 +249,17 @@ class TrainConfig:
             raise ValueError(
                 f"fit_threshold={self.fit_threshold} is outside (0, 1]: it is an exact-match "
                 "fraction; set --train.fit-threshold to a number in (0, 1], for example 0.95."
+            )
+        if self.select_best and self.stop_when_fit:
+            raise ValueError(
+                "train.select_best trains to the step cap and keeps the best checkpoint, "
+                "train.stop_when_fit stops at the first fit: choose one (--train.no-stop-when-fit "
+                "or --train.no-select-best)."
+            )
+        if self.select_best and (self.select_every < 1 or self.select_every % max(T, 1)):
+            raise ValueError(
+                f"select_every={self.select_every} must be >= 1 and a multiple of "
+                f"steps_per_dispatch={T}: set --train.select-every to a positive multiple of it."
             )
         if self.stop_when_fit and (self.fit_check_every < 1 or self.fit_check_every % max(T, 1)):
             raise ValueError(
@@ -341,6 +363,13 @@ class RunConfig:
         below = [n for n in self.eval_lengths if n <= self.train.train_length]
         return max(below) if below else None
 
+    @property
+    def select_lengths(self) -> tuple[int, ...]:
+        """The validation lengths of train.select_best: train.select_lengths, or every
+        evaluation length at or below the training length."""
+        below = tuple(n for n in self.eval_lengths if n <= self.train.train_length)
+        return self.train.select_lengths or below
+
     def max_position(self) -> int:
         """The largest position any batch of this run can carry (training or evaluation)."""
 
@@ -376,6 +405,20 @@ class RunConfig:
                 "right answer per sequence (it is scored in bits per byte): drop "
                 "--train.stop-when-fit and set --train.steps."
             )
+        if self.train.select_best:
+            chosen, evaluated = self.select_lengths, set(self.eval_lengths)
+            if not chosen:
+                raise ValueError(
+                    f"train.select_best needs validation lengths at or below the training length "
+                    f"({self.train.train_length}), and eval.lengths {self.eval.lengths} has none: "
+                    "add them to --eval.lengths, or set --train.select-lengths."
+                )
+            if bad := [n for n in chosen if n > self.train.train_length or n not in evaluated]:
+                raise ValueError(
+                    f"train.select_lengths {list(bad)} must be evaluation lengths (--eval.lengths) "
+                    f"at or below the training length ({self.train.train_length}): selection is on "
+                    "held-out sequences of the lengths trained on."
+                )
         if self.train.stop_when_fit and self.fit_length is None:
             raise ValueError(
                 f"train.stop_when_fit checks exact match at the training length "

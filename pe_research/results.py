@@ -4,8 +4,8 @@
                      its labels (task, encoding, seed, train_length, length), every metric, the
                      fit verdict, the code and machine that made it, when it finished, its whole
                      config as JSON (`config`) and as dotted columns ("model.d_model")
-    curves.parquet   one row per logged training step (kind "train") and per fit check (kind
-                     "fit") of every run
+    curves.parquet   one row per logged training step (kind "train"), fit check ("fit") and
+                     validation check ("select") of every run
     results.csv      the main columns of results.parquet, for a spreadsheet (6 digits)
 
 `from pe_research import results; frame = results.load("docs/results/default")` reads a folder
@@ -117,7 +117,8 @@ def _run_rows(run_dir: Path, labels: dict[str, Any]) -> tuple[list[dict], list[d
     curves = []
     head = {k: common[k] for k in ("run", "experiment", "scale")}
     head |= {"task": result[0]["task"], "encoding": result[0]["encoding"], "seed": cfg.seed}
-    for kind, name in (("train", directory.METRICS), ("fit", directory.FIT)):
+    for kind, name in (("train", directory.METRICS), ("fit", directory.FIT),
+                       ("select", directory.SELECT)):  # fmt: skip
         path = Path(run_dir) / name
         if path.exists():
             curves += [{**head, "kind": kind, **r} for r in read_jsonl(path)]

@@ -1,6 +1,7 @@
 """Rearrangement tasks beside the copy, reverse, duplicate, count_copy and offset tests of
-tests/test_tasks.py: sort against Python's sort, its built evaluation set, and the end token that
-closes the answers of copy, reverse and duplicate."""
+tests/test_tasks.py: sort against Python's sort, its built evaluation set, the end token that
+closes the answers of copy, reverse and duplicate, and the instance format of Kazemnejad et al.
+(an instruction before the prompt, a separator of several tokens)."""
 
 import functools
 
@@ -8,9 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import nnx
 
-from pe_research import tasks
+from pe_research import encodings, tasks
+from pe_research.config import ModelConfig
 from pe_research.data import builders, catalog, loader
+from pe_research.model import Transformer
 
 SEEDS = (0, 1)
 
@@ -179,3 +183,63 @@ def test_without_the_end_token_the_answer_stops_at_the_last_symbol():
 def test_an_end_token_on_a_task_without_one_names_the_tasks_that_have_it(name, options):
     with pytest.raises(ValueError, match=r"no option\(s\) \['end_token'\].*copy, reverse"):
         tasks.get(name, end_token=True, **options)
+
+
+# -- the paper's instance format: an instruction before the prompt, a longer separator -------
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        tasks.get("copy", end_token=True, prefix=2, separator=4),
+        tasks.get("reverse", end_token=True, prefix=3, separator=2),
+        tasks.get("count_copy", prefix=2, separator=4),
+        tasks.get("count_copy", repeat=2, prefix=1),
+    ],
+    ids=lambda t: t.name,
+)
+def test_the_instance_format_against_a_numpy_reconstruction(task):
+    batch = task.sample(jax.random.key(3), 6, 7, min_length=1)
+    own = task.vocab_size - task.prefix - (task.separator - 1)
+    for b in range(6):
+        inputs, targets = np.asarray(batch.inputs[b]), np.asarray(batch.targets[b])
+        scored = np.asarray(batch.loss_mask[b])
+        k, r = task.prefix, task.separator
+        n = int(np.flatnonzero(inputs == task.sep)[0]) - k  # the prompt's symbols
+        prompt = inputs[k : k + n]
+        if task.name == "count_copy":
+            answer = np.full(task.repeat * n, prompt[0])
+        else:
+            answer = prompt if task.name == "copy" else prompt[::-1]
+        want = np.concatenate([
+            own + np.arange(k),                                   # the instruction
+            prompt,
+            [task.sep], own + k + np.arange(r - 1),               # the separator
+            answer, [task.end],
+        ])  # fmt: skip
+        full = np.concatenate([inputs, targets[-1:]])[: len(want)]
+        np.testing.assert_array_equal(full, want)
+        # Scored: the targets of the last separator token on, i.e. the answer and END.
+        assert scored.sum() == len(answer) + 1 and scored[k + n + r - 1]
+        assert task.seq_len(n, True) >= len(want) - 1
+    assert int(batch.inputs.max()) < task.vocab_size
+
+
+def test_without_an_instruction_every_prompt_position_of_count_copy_looks_the_same():
+    """Under NoPE (or any relative encoding) a prompt of one repeated symbol gives every prompt
+    position the same hidden state, so the output there is the same: the model cannot tell
+    where it is in the prompt. Distinct instruction tokens before it break that."""
+    for prefix, same in ((0, True), (2, False)):
+        task = tasks.get("count_copy", prefix=prefix, separator=4 if prefix else 1)
+        model = Transformer(ModelConfig(num_layers=2, d_model=32, num_heads=4), encodings.get(
+            "nope"), task.vocab_size, rngs=nnx.Rngs(0))  # fmt: skip
+        batch = task.sample(jax.random.key(0), 2, 8, min_length=8)
+        pos = jnp.broadcast_to(jnp.arange(batch.inputs.shape[1]), batch.inputs.shape)
+        logits = model(batch.inputs, pos)
+        prompt = np.asarray(logits[:, prefix : prefix + 8])
+        spread = np.abs(prompt - prompt[:, :1]).max()
+        assert (spread < 1e-5) == same, spread
+    with pytest.raises(ValueError, match="Task 'byte_lm' has no option.*prefix"):
+        tasks.get("byte_lm", prefix=2)
+    with pytest.raises(ValueError, match="separator must be an integer >= 1"):
+        tasks.get("copy", separator=0).check()

@@ -32,6 +32,7 @@ from pe_research.runs.directory import (
     FIT,
     LOCK,
     METRICS,
+    SELECT,
     check_same_config,
     clear_failure,
     failure,
@@ -75,7 +76,7 @@ from pe_research.runs.rows import (
 __all__ = [
     "HEARTBEAT_S", "LEASE_S", "beat", "check_folder", "check_lease",
     "CHECKPOINTS", "CONFIG", "DONE", "EVAL", "FAILED", "FIT", "GENERALIZATION_MULTIPLES", "LOCK",
-    "METRICS", "UNFIT", "EventLog", "WriteError", "check_same_config", "claim_holder",
+    "METRICS", "SELECT", "UNFIT", "EventLog", "WriteError", "check_same_config", "claim_holder",
     "clear_failure", "code_version", "eval_rows", "event_files", "failed_rows", "failure",
     "find_runs", "finished_at", "finished_runs", "first_fit_step", "fit_verdict", "flat_config",
     "holder_pid", "in_distribution_length", "is_claimed", "is_done", "is_failed",

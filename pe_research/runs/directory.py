@@ -3,6 +3,7 @@
 RUN_DIR/config.json    the RunConfig (task and encoding recorded by name) plus versions
 RUN_DIR/metrics.jsonl  one JSON object per logged training step
 RUN_DIR/fit.jsonl      one JSON object per fit check (train.stop_when_fit): step, exact match
+RUN_DIR/select.jsonl   one JSON object per validation check (train.select_best): step, score
 RUN_DIR/eval.jsonl     one JSON object per evaluation length
 RUN_DIR/checkpoints/   orbax checkpoints (pe_research.training.checkpoints)
 RUN_DIR/DONE           written last: a run without it is unfinished and is never read as done;
@@ -29,7 +30,7 @@ from pe_research.runs.files import write_atomic, write_error
 from pe_research.runs.provenance import versions
 
 CONFIG, METRICS, EVAL, DONE = "config.json", "metrics.jsonl", "eval.jsonl", "DONE"
-FAILED, LOCK, FIT = "FAILED", "LOCK", "fit.jsonl"
+FAILED, LOCK, FIT, SELECT = "FAILED", "LOCK", "fit.jsonl", "select.jsonl"
 CHECKPOINTS = "checkpoints"  # orbax, see pe_research.training.checkpoints
 
 
@@ -97,7 +98,7 @@ def prepare(
     created = [d for d in (run_dir, *run_dir.parents) if not d.exists()]
     try:
         if not created:
-            for name in (CONFIG, EVAL, DONE, FAILED) + (() if resume else (METRICS, FIT)):
+            for name in (CONFIG, EVAL, DONE, FAILED) + (() if resume else (METRICS, FIT, SELECT)):
                 (run_dir / name).unlink(missing_ok=True)
             if not resume:
                 shutil.rmtree(run_dir / CHECKPOINTS, ignore_errors=True)

@@ -30,14 +30,14 @@ from tensorboardX.proto import event_pb2
 from tensorboardX.record_writer import RecordWriter
 
 from pe_research.metrics import METRICS as METRIC_NAMES
-from pe_research.runs.directory import CONFIG, EVAL, FIT, METRICS, finished_runs
+from pe_research.runs.directory import CONFIG, EVAL, FIT, METRICS, SELECT, finished_runs
 from pe_research.runs.files import read_jsonl, temp_file, write_error
 
 EVENTS = "events.out.tfevents"
 """TensorBoard reads every file with "tfevents" in its name; ours start with this."""
 
-TAG_PREFIX = {METRICS: "train", FIT: "fit", EVAL: "eval"}
-STEP_KEY = {METRICS: "step", FIT: "step", EVAL: "length"}
+TAG_PREFIX = {METRICS: "train", FIT: "fit", SELECT: "select", EVAL: "eval"}
+STEP_KEY = {METRICS: "step", FIT: "step", SELECT: "step", EVAL: "length"}
 
 
 def event_files(run_dir: Path) -> list[Path]:
@@ -136,7 +136,7 @@ def open_events(run_dir: Path) -> EventLog:
         if (run_dir / CONFIG).exists():
             config = json.loads((run_dir / CONFIG).read_text())
             log.add_text("config", "```\n" + json.dumps(config, indent=2) + "\n```")
-        for name in (METRICS, FIT, EVAL):
+        for name in (METRICS, FIT, SELECT, EVAL):
             if (run_dir / name).exists():
                 for row in read_jsonl(run_dir / name):
                     log.add(name, row, flush=False)

@@ -137,7 +137,9 @@ class PromptAnswer(Task):
     """`x_1..x_p SEP y_1..y_m`: a prompt of p(n) symbols, then an answer of m(n) tokens.
 
     Subclasses define `answer`; lengths are functions of n so they work on ints and traced
-    arrays alike.
+    arrays alike. A subclass may put fixed tokens before the prompt (`lead_length`,
+    `lead_token`: an instruction such as "Copy:") and make the separator several tokens
+    (`separator_length`, `separator_token`): `i_1..i_k x_1..x_p s_1..s_r y_1..y_m`.
     """
 
     def prompt_length(self, n: Any) -> Any:
@@ -146,8 +148,25 @@ class PromptAnswer(Task):
     def answer_length(self, n: Any) -> Any:
         return n
 
+    def lead_length(self) -> int:
+        """Fixed tokens before the prompt (0: none)."""
+        return 0
+
+    def lead_token(self, i: jax.Array) -> jax.Array:
+        """Token i of the lead (read where i < lead_length)."""
+        return jnp.full_like(i, self.sep)
+
+    def separator_length(self) -> int:
+        """Tokens between the prompt and the answer: SEP, then any further pieces."""
+        return 1
+
+    def separator_token(self, s: jax.Array) -> jax.Array:
+        """Separator token s (0 is SEP)."""
+        return jnp.full_like(s, self.sep)
+
     def seq_len(self, length: int, causal: bool) -> int:
-        total = self.prompt_length(length) + self.answer_length(length)
+        extra = self.lead_length() + self.separator_length() - 1
+        total = self.prompt_length(length) + self.answer_length(length) + extra
         return total if causal else total + 1
 
     def symbols(self, key: jax.Array, shape: tuple[int, int]) -> jax.Array:
@@ -167,20 +186,34 @@ class PromptAnswer(Task):
     def _sequence(
         self, key: jax.Array, n_B: jax.Array, T: int
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """The full sequence [B, T], the prompt lengths p_B1 and answer lengths m_B1."""
+        """The full sequence [B, T]; the index of the last separator token (whose target is the
+        first answer token), [B, 1]; and the answer lengths m_B1."""
         x_BT = self.symbols(key, (n_B.shape[0], T))
         n_B1 = n_B.astype(jnp.int32)[:, None]
         p_B1, m_B1 = self.prompt_length(n_B1), self.answer_length(n_B1)
+        lead, seps = self.lead_length(), self.separator_length()
         i_1T = jnp.arange(T, dtype=jnp.int32)[None, :]
-        j_BT = i_1T - p_B1 - 1
+        j_BT = i_1T - lead - p_B1 - seps  # answer index
         in_answer = (j_BT >= 0) & (j_BT < m_B1)
         answer_BT = self.answer(x_BT, j_BT, n_B1, in_answer)
+        prompt_BT = self.prompt(key, x_BT, n_B1)
+        in_prompt = (i_1T >= lead) & (i_1T < lead + p_B1)
+        if lead:  # the prompt's tokens move `lead` places on
+            prompt_BT = gather_BL(prompt_BT, i_1T - lead + jnp.zeros_like(p_B1), in_prompt)
         seq_BT = jnp.where(
-            i_1T < p_B1,
-            self.prompt(key, x_BT, n_B1),
-            jnp.where(i_1T == p_B1, self.sep, jnp.where(in_answer, answer_BT, self.pad)),
+            i_1T < lead,
+            self.lead_token(i_1T),
+            jnp.where(
+                in_prompt,
+                prompt_BT,
+                jnp.where(
+                    i_1T < lead + p_B1 + seps,
+                    self.separator_token(i_1T - lead - p_B1),
+                    jnp.where(in_answer, answer_BT, self.pad),
+                ),
+            ),
         )
-        return seq_BT.astype(jnp.int32), p_B1, m_B1
+        return seq_BT.astype(jnp.int32), lead + p_B1 + seps - 1, m_B1
 
     def _batch(
         self, seq_BT: jax.Array, p_B1: jax.Array, m_B1: jax.Array, width: int, causal: bool

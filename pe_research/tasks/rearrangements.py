@@ -14,7 +14,58 @@ from pe_research.tasks.base import Batch, PromptAnswer, Task, gather_BL
 
 
 @dataclasses.dataclass(frozen=True)
-class _Rearrangement(PromptAnswer):
+class _Instructed(PromptAnswer):
+    """A prompt-answer task that can show an instruction before its prompt and a separator of
+    several tokens, as Kazemnejad et al. (2023) format their instances: `Copy: {source} [SEP]
+    {target} </s>` (McGill-NLP/length-generalization: copy_instance_processor.py writes "Copy: "
+    (or "Reverse: "), configs/data/s2s_copy.jsonnet adds "[SEP] ", and T5's tokenizer splits
+    each into several pieces).
+
+    `prefix` k: k fixed instruction tokens before the prompt (0: none). `separator` r: the
+    prompt and the answer are separated by SEP and r - 1 further fixed tokens. The instruction
+    and separator tokens come after the task's own vocabulary; scoring is unchanged (the answer
+    and END). Under a relative encoding or none, a prompt of one repeated symbol (count_copy)
+    gives every prompt position the same hidden state unless something distinct precedes it.
+    """
+
+    prefix: int = 0
+    separator: int = 1
+
+    @property
+    def own_vocab_size(self) -> int:
+        """The vocabulary without the instruction and separator tokens."""
+        return self.alphabet + 3
+
+    @property
+    def vocab_size(self) -> int:
+        return self.own_vocab_size + self.prefix + self.separator - 1
+
+    def check(self) -> None:
+        super().check()
+        for name, least in (("prefix", 0), ("separator", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(
+                    f"{self.name} {name} must be an integer >= {least} (tokens: "
+                    f"{'an instruction before the prompt' if name == 'prefix' else 'SEP and more'}"
+                    f"), got {value!r}."
+                )
+
+    def lead_length(self) -> int:
+        return self.prefix
+
+    def lead_token(self, i: jax.Array) -> jax.Array:
+        return self.own_vocab_size + i
+
+    def separator_length(self) -> int:
+        return self.separator
+
+    def separator_token(self, s: jax.Array) -> jax.Array:
+        return jnp.where(s == 0, self.sep, self.own_vocab_size + self.prefix + s - 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rearrangement(_Instructed):
     """An answer that is a fixed rearrangement of the prompt, given by `answer_source`.
 
     `end_token`: the answer ends with END, scored like its other tokens, as every target of
@@ -32,7 +83,7 @@ class _Rearrangement(PromptAnswer):
         return self.alphabet + 3
 
     @property
-    def vocab_size(self) -> int:
+    def own_vocab_size(self) -> int:
         return self.alphabet + (4 if self.end_token else 3)
 
     def check(self) -> None:
@@ -122,7 +173,7 @@ class Sort(PromptAnswer):
 
 
 @dataclasses.dataclass(frozen=True)
-class CountCopy(PromptAnswer):
+class CountCopy(_Instructed):
     """Copy of one repeated symbol (Kazemnejad et al., 2023, "Copy (Repeat)"):
     `a a .. a SEP a a .. a END`, n symbols a in the prompt, `repeat` * n in the answer.
 
@@ -131,7 +182,8 @@ class CountCopy(PromptAnswer):
     decoder then emits an end-of-sequence token. The answer symbols carry no information, so the
     end token is the whole task: the model must count the prompt to stop after exactly
     `repeat` * n symbols. END is scored like the other answer tokens. `repeat` = 2 is their
-    "Copy (Repeat 2x)". Their prompt prefix ("Copy:") is a constant and is left out.
+    "Copy (Repeat 2x)". Their instance format, an instruction before the prompt and a
+    separator of several tokens, is `prefix` and `separator` (_Instructed).
     """
 
     name = "count_copy"
@@ -142,7 +194,7 @@ class CountCopy(PromptAnswer):
         return self.alphabet + 3
 
     @property
-    def vocab_size(self) -> int:
+    def own_vocab_size(self) -> int:
         return self.alphabet + 4
 
     def check(self) -> None:

@@ -121,7 +121,8 @@ def discard_after(run_dir: Path, step: int) -> None:
 
 
 def restore(run_dir: Path, step: int, like_state: Any, keys: dict[str, jax.Array]) -> Any:
-    """One model's state at `step`, shaped like `like_state`.
+    """One model's state at `step`, shaped like `like_state` (a TrainState, or a tuple whose
+    first item is one and whose others travel with it: the best parameters of select_best).
 
     ValueError if the checkpoint cannot be read, or holds another seed's keys.
     """
@@ -143,9 +144,12 @@ def restore(run_dir: Path, step: int, like_state: Any, keys: dict[str, jax.Array
                 f"checkpoint {step} of {run_dir} holds another seed's {name} key: the run "
                 "directory was copied from another run. Delete its checkpoints/ to start over."
             )
-    if int(item["state"].step) != step:
-        raise ValueError(f"checkpoint {step} of {run_dir} holds step {int(item['state'].step)}")
-    return item["state"]
+    state = item["state"]
+    train_state = state[0] if isinstance(state, tuple) and not hasattr(state, "step") else state
+    held = int(train_state.step)
+    if held != step:
+        raise ValueError(f"checkpoint {step} of {run_dir} holds step {held}")
+    return state
 
 
 def restore_latest(

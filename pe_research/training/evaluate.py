@@ -271,3 +271,20 @@ def evaluate(
     """One row per evaluation length for a single model (see evaluate_packed)."""
     params_S = jax.tree.map(lambda x: x[None], params)
     return evaluate_packed(cfg, graphdef, params_S, progress=progress)[0]
+
+
+def make_select_check(cfg: RunConfig, graphdef: nnx.GraphDef, values_S: Any = None):
+    """params_S -> exact match of each of S packed models on the held-out sequences of
+    `cfg.select_lengths`, averaged over those lengths, as a host array (train.select_best). The
+    sequences and compiled programs are evaluation's (one per length bucket)."""
+    model_metrics = _metrics_program(eval_key(cfg), eval_graphdef(cfg, graphdef))
+    data = eval_data(cfg)
+    chosen = [data[n] for n in cfg.select_lengths]
+
+    def check(params_S: Any) -> Any:
+        S = jax.tree.leaves(params_S)[0].shape[0]
+        values = encoding_values(cfg, S, values_S)
+        scores = [model_metrics(params_S, values, *batch)["exact_match"] for batch in chosen]
+        return jax.device_get(sum(scores) / len(scores))
+
+    return check

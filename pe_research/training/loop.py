@@ -20,7 +20,7 @@ from pe_research import runs
 from pe_research.config import RunConfig
 from pe_research.model import abstract_model
 from pe_research.runs.wandb_sink import LiveRuns, Project
-from pe_research.training import checkpoints, evaluate, hyperparameters
+from pe_research.training import checkpoints, evaluate, hyperparameters, selection
 from pe_research.training.program import (
     Program,
     build_program,
@@ -112,7 +112,11 @@ def train_group(
     model_of = [ids.index(_model_id(c)) for c in cfgs]  # run -> its model in the pack
     # What a checkpoint must hold: the data and position streams of the run's seed.
     keys = [{"data": prog.data_keys[s], "positions": prog.pos_keys[s]} for s in model_of]
-    start, state = _resume(run_dirs, prog, model_of, keys) if resume else (0, prog.state)
+    # With train.select_best, the best parameters so far travel with the state (checkpoints too).
+    best = selection.initial(prog.state.params) if cfg.train.select_best else None
+    start, state, best = _resume(run_dirs, prog, model_of, keys, best) if resume else (
+        0, prog.state, best
+    )  # fmt: skip
     log = RunLog(
         run_dirs,
         model_of,
@@ -122,6 +126,7 @@ def train_group(
         log_every=cfg.train.log_every,
         learning_rate=[c.train.learning_rate for c in cfgs],
         fit_threshold=cfg.train.fit_threshold if cfg.train.stop_when_fit else None,
+        select=best is not None,
         sink=None if wandb is None else LiveRuns(wandb, run_dirs, cfgs),
     )
     ckpt = checkpoints.Checkpointer(
@@ -130,11 +135,17 @@ def train_group(
     fit_check = None
     if cfg.train.stop_when_fit:
         fit_check = evaluate.make_fit_check(cfg, prog.graphdef, prog.values)
+    select = None
+    if best is not None:
+        check = evaluate.make_select_check(cfg, prog.graphdef, prog.values)
+        select = selection.Selection(cfg, check, best)
     with log:
         with ckpt:
-            state = _loop(cfg, prog, state, start, log, ckpt, progress, fit_check)
-        _evaluate_and_finish(cfgs, run_dirs, prog, state.params, model_of, log, progress)
-    return prog.graphdef, state.params
+            state = _loop(cfg, prog, state, start, log, ckpt, progress, fit_check, select)
+        params = state.params if select is None else select.best["params"]
+        chosen = None if select is None else jax.device_get(select.best["step"])
+        _evaluate_and_finish(cfgs, run_dirs, prog, params, model_of, log, progress, chosen)
+    return prog.graphdef, params
 
 
 def compile_group(cfgs: list[RunConfig], checkpoint_every: int = CHECKPOINT_EVERY) -> None:
@@ -182,22 +193,29 @@ def _check_group(cfgs: list[RunConfig], checkpoint_every: int) -> tuple[RunConfi
 
 
 def _resume(
-    run_dirs: list[Path], prog: Program, model_of: list[int], keys: list[dict[str, jax.Array]]
-) -> tuple[int, TrainState]:
-    """The newest step that every run checkpointed and reads back, with the packed state at it
-    (else step 0 and the fresh state). Later checkpoints are discarded: they are written again."""
-    like = jax.tree.map(lambda x: x[0], prog.state)
+    run_dirs: list[Path],
+    prog: Program,
+    model_of: list[int],
+    keys: list[dict[str, jax.Array]],
+    best: dict[str, Any] | None,
+) -> tuple[int, TrainState, dict[str, Any] | None]:
+    """The newest step that every run checkpointed and reads back, with the packed state (and
+    the best parameters of train.select_best) at it, else step 0 and the fresh ones. Later
+    checkpoints are discarded: they are written again."""
+    carried = prog.state if best is None else (prog.state, best)
+    like = jax.tree.map(lambda x: x[0], carried)
     found = checkpoints.restore_latest(run_dirs, [like] * len(run_dirs), keys)
     start = 0 if found is None else found[0]
     for d in run_dirs:
         checkpoints.discard_after(d, start)
     if found is None:
-        return 0, prog.state
+        return 0, prog.state, best
     where = ", ".join(str(d) for d in run_dirs)
     tqdm.write(f"Resuming {where} from the checkpoint of step {start}.")
     per_model = [found[1][model_of.index(s)] for s in range(len(set(model_of)))]
-    shardings = jax.tree.map(lambda x: x.sharding, prog.state)
-    return start, jax.device_put(stack_models(per_model), shardings)
+    shardings = jax.tree.map(lambda x: x.sharding, carried)
+    restored = jax.device_put(stack_models(per_model), shardings)
+    return (start, restored, None) if best is None else (start, *restored)
 
 
 def _loop(
@@ -209,6 +227,7 @@ def _loop(
     ckpt: checkpoints.Checkpointer,
     progress: bool,
     fit_check: Any = None,
+    select: selection.Selection | None = None,
 ) -> TrainState:
     """Steps start+1..steps, `steps_per_dispatch` per call. The metrics of a logged step are
     fetched after the next call has been dispatched, and every row up to a checkpoint is on
@@ -219,6 +238,10 @@ def _loop(
     checkpointed and its model frozen (`RunLog.active_models`: the step keeps its parameters and
     optimizer state), so it ends as it would have alone, and once every live run is fit the loop
     stops. A run resumed from a checkpoint reads its fits back from fit.jsonl.
+
+    With `select` (train.select_best), every select_every steps and at the last the validation
+    check's row goes to select.jsonl and each model's best parameters are kept; checkpoints save
+    them beside the state.
     """
     steps, log_every, per_call = cfg.train.steps, cfg.train.log_every, cfg.train.steps_per_dispatch
     check_every = cfg.train.fit_check_every
@@ -257,11 +280,13 @@ def _loop(
                     step,
                     metrics if per_call == 1 else jax.tree.map(lambda m: m[-1], metrics),
                 )
+            if select is not None and select.due(step):
+                log.write_select(step, *select.update(step, state.params))
             if ckpt.due(step) or newly_fit:
                 if pending is not None:  # rows up to a checkpoint are on disk before it
                     log.write(*pending)
                     pending = None
-                ckpt.save(step, state, log.live())
+                ckpt.save(step, state if select is None else (state, select.best), log.live())
             bar.update(per_call)
             if fit:
                 break
@@ -278,10 +303,12 @@ def _evaluate_and_finish(
     model_of: list[int],
     log: RunLog,
     progress: bool,
+    chosen_S: Any = None,
 ) -> None:
     """One evaluation of all models per way of evaluating (evaluation encoding and settings),
     each model with its own packable numbers; each run that did not fail gets its eval.jsonl
-    (and eval events), then DONE."""
+    (and eval events), then DONE. `chosen_S`: the step each model's parameters are of
+    (train.select_best), written into its rows as `selected_step`."""
     for how in dict.fromkeys((c.eval_encoding, c.eval) for c in cfgs):
         eval_cfg = dataclasses.replace(cfgs[0], eval_encoding=how[0], eval=how[1])
         rows_S = evaluate.evaluate_packed(
@@ -290,5 +317,8 @@ def _evaluate_and_finish(
         )  # fmt: skip
         for r in log.live():
             if (cfgs[r].eval_encoding, cfgs[r].eval) == how:
-                log.write_eval(r, rows_S[model_of[r]])
+                rows = rows_S[model_of[r]]
+                if chosen_S is not None:
+                    rows = [{**row, "selected_step": int(chosen_S[model_of[r]])} for row in rows]
+                log.write_eval(r, rows)
                 runs.mark_done(run_dirs[r])

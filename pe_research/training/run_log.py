@@ -47,6 +47,7 @@ class RunLog:
         log_every: int,
         learning_rate: float | list[float],
         fit_threshold: float | None = None,
+        select: bool = False,
         sink: LiveRuns | None = None,
     ):
         self.run_dirs, self.model_of = run_dirs, model_of
@@ -69,6 +70,10 @@ class RunLog:
                 first = next((c["step"] for c in runs.read_jsonl(d / runs.FIT) if c["fit"]), None)
                 if first is not None:
                     self.fit_at[r] = first
+        # select.jsonl, one row per validation check (train.select_best).
+        self._select_files = (
+            [_open_rows(d / runs.SELECT, start) for d in run_dirs] if select else []
+        )
         self._events = [runs.open_events(d) for d in run_dirs]  # after the rows are cut back
         self.sink = sink  # takes every row after its file has it; finished on exit
 
@@ -76,7 +81,7 @@ class RunLog:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for f in self._files + self._fit_files + self._events:
+        for f in self._files + self._fit_files + self._select_files + self._events:
             f.close()
         if self.sink is not None:
             self.sink.finish(exit_code=0 if exc[0] is None else 1)
@@ -139,6 +144,19 @@ class RunLog:
             if row["fit"]:
                 self.fit_at[r] = step
         return self.all_fit()
+
+    def write_select(self, step: int, score_S: Any, best_step_S: Any, best_S: Any) -> None:
+        """Append a validation-check row (step, its exact match over the validation lengths, and
+        the best step and score so far) to the select.jsonl of each run that has not failed."""
+        for r in self.live():
+            k = self.model_of[r]
+            row = {
+                "step": step,
+                "exact_match": float(score_S[k]),
+                "best_step": int(best_step_S[k]),
+                "best_exact_match": float(best_S[k]),
+            }
+            self._append(r, row, self._select_files, runs.SELECT)
 
     def _fail(self, r: int, step: int, loss: float) -> None:
         self.failed[r] = step
