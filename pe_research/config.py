@@ -165,6 +165,11 @@ class TrainConfig:
     code), linear decay to 0 (the polynomial schedule of power 1 in Hugging Face's Trainer, as
     Kazemnejad et al. train), or constant (Ruoss et al.'s Adam)."""
     weight_decay: float = 0.01
+    decay_encoding: bool = True
+    """Weight decay on the encoding's matrices too (T5's bias table, FIRE's MLP, ...). False
+    exempts them, as Hugging Face's Trainer exempts every parameter whose name holds "bias"
+    (T5's relative_attention_bias among them); other matrices are decayed either way, vectors
+    never."""
     adam_b2: float = 0.999
     """Adam's second-moment decay (Cho et al. use 0.95)."""
     grad_clip: float = 1.0

@@ -22,7 +22,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,9 @@ def flat_config(cfg: RunConfig) -> dict[str, Any]:
     return directory.flat_config(cfg.to_dict())
 
 
-def _run_rows(run_dir: Path, labels: dict[str, Any]) -> tuple[list[dict], list[dict]]:
+def _run_rows(
+    run_dir: Path, labels: dict[str, Any], variant: Callable[[RunConfig], str] | None
+) -> tuple[list[dict], list[dict]]:
     """One run's result rows and curve rows."""
     cfg = directory.load_config(run_dir)
     versions = directory.read_versions(run_dir)
@@ -113,6 +115,8 @@ def _run_rows(run_dir: Path, labels: dict[str, Any]) -> tuple[list[dict], list[d
     for row in source([run_dir]):
         chance = (row.pop("chance", None) or {}).get("token_accuracy")
         row = {k: v for k, v in row.items() if k not in ("run", "code", "trained_past_fit")}
+        if variant is not None:  # the experiment's variants of one encoding are series apart
+            row["encoding"] = f"{row['encoding']} | {variant(cfg)}"
         result.append({**common, **row, "chance_token_accuracy": chance, "config": config, **flat})
     curves = []
     head = {k: common[k] for k in ("run", "experiment", "scale")}
@@ -138,17 +142,19 @@ def from_runs(
     experiment: str | None = None,
     scale: str | None = None,
     strict: bool = False,
+    variant: Callable[[RunConfig], str] | None = None,
 ) -> Tables:
     """The tables of the finished (done or failed) runs among `run_dirs`; unfinished ones are
     left out. A run whose files cannot be read is left out with a warning naming the file, or,
-    if `strict`, fails with that error."""
+    if `strict`, fails with that error. `variant(cfg)` (an experiment's) names what else than
+    its encoding tells a run apart: its series is "ENCODING | VARIANT"."""
     result, curves = [], []
     labels = {"experiment": experiment, "scale": scale}
     for run_dir in map(Path, run_dirs):
         if not directory.is_finished(run_dir):
             continue
         try:
-            run_result, run_curves = _run_rows(run_dir, labels)
+            run_result, run_curves = _run_rows(run_dir, labels, variant)
         except (ValueError, FileNotFoundError) as e:
             if strict:
                 raise

@@ -12,8 +12,9 @@ experiment that reproduces a paper defines `PROTOCOL` (sweeps.protocol.Protocol:
 protocol beside ours, every difference with its reason) and may define `paper_vs_here(rows) ->
 str` (the paper's numbers beside the sweep's, see `summary.published_table`) and `headline(rows)`
 (the paper's figure beside ours, for docs/reproductions.md). Any experiment may define
-`sections(rows) -> str` (markdown at the end of its page) and `figures(rows) -> dict[str,
-Figure]` (figures beside its page; experiments/leaderboard.py does both).
+`sections(rows) -> str` (markdown at the end of its page), `figures(rows) -> dict[str,
+Figure]` (figures beside its page; experiments/leaderboard.py does both) and `variant(cfg) ->
+str` (what else than its encoding tells a run apart: its series becomes "ENCODING | VARIANT").
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import time
 import types
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import jax
 from tqdm.auto import tqdm
@@ -473,7 +474,8 @@ def run_experiment(
                 stopped = SweepResult([run_dir_for(out, c) for c in configs], [], {})
                 stopped.recorded = {run_dir_for(out, c) for c in configs
                                     if runs.run_id(c) in recorded}  # fmt: skip
-                _write_tables(stopped, table, results_dir, labels, stopped=True)
+                variant = getattr(module, "variant", None)
+                _write_tables(stopped, table, results_dir, labels, variant, stopped=True)
             raise
         finally:
             workers_lib.stop(helpers)
@@ -507,13 +509,16 @@ def _write_tables(
     table: results.Tables,
     results_dir: Path,
     labels: dict[str, str],
+    variant: Any = None,
     stopped: bool = False,
 ) -> results.Tables:
     """The table of every finished run of the sweep, written to `results_dir`: the table there
     now (several processes of one sweep write it, each when it ends), or `table` if there is
     none, keeps its rows of the runs the sweep defines; then those of the runs finished in the
     run folder, which replace their earlier rows."""
-    fresh = results.from_runs([d for d in done.dirs if runs.is_finished(d)], **labels)
+    fresh = results.from_runs(
+        [d for d in done.dirs if runs.is_finished(d)], **labels, variant=variant
+    )
     with results.writing(results_dir):
         if results.has_tables(results_dir):
             table = results.read(results_dir)
@@ -537,7 +542,7 @@ def _write_results(
 ) -> list[Path]:
     """Print the tables of the finished runs, write the results table, and once every run of
     the sweep is in it, its page and figures."""
-    merged = _write_tables(done, table, results_dir, labels)
+    merged = _write_tables(done, table, results_dir, labels, getattr(module, "variant", None))
     if merged.results.empty:
         print(f"No run of the {len(done.dirs)} is finished yet: no tables to write.")
         return []

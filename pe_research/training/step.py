@@ -63,8 +63,9 @@ def make_schedule(cfg: TrainConfig) -> optax.Schedule:
 
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     """AdamW (b2 = `cfg.adam_b2`) on `make_schedule`, with global-norm gradient clipping; weight
-    decay on matrices (parameters of 2 or more axes) only. The learning rate, weight decay and
-    clipping norm may be traced values.
+    decay on matrices (parameters of 2 or more axes) only, and not on the encoding's
+    (parameters under a `pe` key) without `cfg.decay_encoding`. The learning rate, weight decay
+    and clipping norm may be traced values.
 
     It runs on all parameters raveled into one vector (its state is one vector per moment):
     the same elementwise numbers as optax.adamw on the tree (the global norm up to float
@@ -83,13 +84,24 @@ def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     def update(grads: Any, state: Any, params: Any) -> tuple[Any, Any]:
         g, unravel = ravel_pytree(grads)
         p = ravel_pytree(params)[0]
-        decay = ravel_pytree(jax.tree.map(lambda x: jnp.full(x.shape, x.ndim >= 2), params))[0]
+        decay = ravel_pytree(
+            jax.tree_util.tree_map_with_path(
+                lambda path, x: jnp.full(x.shape, x.ndim >= 2 and _decayed(path, cfg)), params
+            )
+        )[0]
         u, adam_state = adam.update(g, state[0], p)
         u = jnp.where(decay, u + cfg.weight_decay * p, u)
         u, lr_state = learning_rate.update(u, state[1])
         return unravel(u), (adam_state, lr_state)
 
     return optax.GradientTransformation(init, update)
+
+
+def _decayed(path: tuple[Any, ...], cfg: TrainConfig) -> bool:
+    """Whether the matrix at `path` takes weight decay: not an encoding's without
+    cfg.decay_encoding (the model keeps encoding parameters under `pe`)."""
+    keys = {str(getattr(k, "key", getattr(k, "name", k))) for k in path}
+    return cfg.decay_encoding or "pe" not in keys
 
 
 TRAIN_METRICS = ("loss", "token_accuracy")

@@ -1,0 +1,79 @@
+"""What separates T5 on count_copy here (exact match near 0 at 21-40) from Kazemnejad et al.'s .77?
+
+mcgill's cpu scale on count_copy alone, T5 as the paper ran it, NoPE and ALiBi, 3 seeds, with one
+difference from the paper undone at a time (VARIANTS): the paper's instance format (an
+instruction before the prompt and a separator of several tokens), its checkpoint selection (the
+best on validation lengths 2-20 within the step budget, not the first fit), its learning rate,
+its 12 heads, and no weight decay on the bias table (Hugging Face's Trainer exempts it).
+Kazemnejad et al. 2023 (https://arxiv.org/abs/2305.19466); protocol: experiments/mcgill.py.
+
+    pe-research sweep mcgill_ablations --workers 2 --results docs/results/mcgill_ablations
+
+Cost: cpu, 63 runs in 21 trainings, about 2 h on 2 CPU cores (the variants that train to
+the 2,000-step budget cost twice those that stop at the first fit). Results:
+docs/results/mcgill_ablations/summary.md; what they show: docs/notes/t5-count-copy.md.
+"""
+
+import dataclasses
+
+from pe_research import encodings
+from pe_research.config import EvalConfig, RunConfig
+from pe_research.experiments import mcgill
+
+BASE = mcgill.SCALES["cpu"]
+TASK = mcgill.TASKS["count_copy"]
+ENCODINGS = {
+    "t5": mcgill.PAPER_ENCODINGS["t5"],
+    "nope": encodings.get("nope"),
+    "alibi": encodings.get("alibi"),
+}
+SEEDS = (0, 1, 2)
+EVAL = EvalConfig(lengths=tuple(range(2, 41)), batch_size=BASE["eval_batch"])
+"""Every length 2-40: 2-20 the paper's validation lengths, 21-40 its test lengths."""
+BEST = dict(stop_when_fit=False, select_best=True, select_every=100)
+"""The paper's checkpoint selection within mcgill's 2,000-step cap: the best validation exact
+match (lengths 2-20), checked every 100 steps, instead of the first fit."""
+PAPER_LR = dict(learning_rate=3e-5, lr_schedule="linear", warmup_steps=120, weight_decay=0.05)
+"""The paper's AdamW: lr 3e-5, linear decay after 6% warm-up, weight decay 0.05."""
+INSTANCE = dict(prefix=2, separator=4)
+"""`Copy: ... [SEP] ...` in T5's SentencePiece pieces as we count them: "Copy:" is 2 pieces and
+"[SEP]" 4 (▁[, S, EP, ]); T5's tokenizer is not available here to check the count."""
+
+VARIANTS = {
+    "first fit": {},
+    "instruction": {"task": INSTANCE},
+    "best of budget": {"train": BEST},
+    "instruction, best of budget": {"task": INSTANCE, "train": BEST},
+    "table not decayed": {"train": {"decay_encoding": False}},
+    "12 heads": {"model": {"num_heads": 12, "d_model": 96, "mlp_dim": 384}},
+    "paper lr, best of budget": {"train": {**BEST, **PAPER_LR}},
+}
+"""What each variant changes in mcgill's cpu configuration (task, model, train options)."""
+
+
+def config(variant: str, encoding: str, seed: int) -> RunConfig:
+    change = VARIANTS[variant]
+    return RunConfig(
+        task=dataclasses.replace(TASK, **change.get("task", {})),
+        encoding=ENCODINGS[encoding],
+        model=dataclasses.replace(BASE["model"], **change.get("model", {})),
+        train=dataclasses.replace(BASE["train"], **change.get("train", {})),
+        eval=EVAL,
+        seed=seed,
+    )
+
+
+def runs() -> list[RunConfig]:
+    return [config(v, e, s) for v in VARIANTS for e in ENCODINGS for s in SEEDS]
+
+
+def variant(cfg: RunConfig) -> str:
+    """The variant a run belongs to (its series is "ENCODING | VARIANT")."""
+    for name in VARIANTS:
+        if config(name, _encoding_name(cfg), cfg.seed) == cfg:
+            return name
+    return "other"
+
+
+def _encoding_name(cfg: RunConfig) -> str:
+    return next(name for name, enc in ENCODINGS.items() if enc == cfg.encoding)
