@@ -38,9 +38,7 @@ def test_the_best_check_of_each_model_is_kept_and_ties_keep_the_earlier():
     assert [chosen.due(s) for s in (5, 10, 35, 40)] == [False, True, False, True]
 
 
-def test_a_run_is_evaluated_at_its_best_check_and_resumes_selecting_the_same(
-    tmp_path, monkeypatch
-):
+def test_a_run_is_evaluated_at_its_best_check_and_resumes_selecting_the_same(tmp_path, monkeypatch):
     whole = tmp_path / "whole"
     train.train(BASE, whole, progress=False, checkpoint_every=10)
     checks = runs.read_jsonl(whole / runs.SELECT)
