@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
 # Run experiment sweeps side by side on the accelerator machine (no network) and bring back
-# their result files (every run directory without its checkpoints) as OUT/runs.tar.gz.
+# their results tables: OUT/<experiment>[-<scale>]/results.parquet, curves.parquet, results.csv.
 #
 #     bash scripts/device_sweeps.sh SECONDS SPEC...
 #     SPEC = EXPERIMENT[:SCALE[:TASK,TASK...[:WORKERS]]]      (empty fields: defaults)
 #     e.g. bash scripts/device_sweeps.sh 420 mcgill::copy,reverse:5 randomized:cpu::5
 #
 # Fill the wheel folder here first (bash scripts/device_wheels.sh) and name .whl in the run's
-# carry. Every sweep stops after SECONDS (its unfinished runs come back unfinished: rerun the
-# same sweep anywhere to finish them, from scratch, since checkpoints stay behind). Results go to
-# runs/<experiment>[-<scale>]/ as `pe-research sweep` names them; unpack here with
-# `tar xzf runs.tar.gz` in the repository root, then `pe-research sweep EXPERIMENT` writes the
-# tables (finished runs are skipped). Environment: OUT (default runs/device).
+# carry. Every sweep stops after SECONDS and writes the table of the runs it finished (the others
+# train again anywhere: their checkpoints stay behind). Copy a table folder to
+# docs/results/<experiment>[-<scale>] here and `pe-research sweep EXPERIMENT --scale S --results
+# docs/results/...` resumes from it. Environment: OUT (default runs/device).
 set -euo pipefail
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; } # the comment above
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -41,7 +40,7 @@ outs=() pids=()
 for spec in "$@"; do
     IFS=: read -r experiment scale task_list workers <<<"$spec"
     name=$experiment${scale:+-$scale}
-    args=(sweep "$experiment" --out "runs/$name" --no-progress --no-summarize
+    args=(sweep "$experiment" --out "runs/$name" --results "$OUT/$name" --no-progress
         --workers "${workers:-1}")
     [[ -n $scale ]] && args+=(--scale "$scale")
     [[ -n $task_list ]] && args+=(--tasks ${task_list//,/ })
@@ -58,6 +57,6 @@ done
 for d in "${outs[@]}"; do
     echo "device_sweeps: $d: $(find "$d" -name DONE | wc -l) runs finished"
 done
-tar czf "$OUT/runs.tar.gz" --exclude=checkpoints "${outs[@]}"
-echo "device_sweeps: wrote $OUT/runs.tar.gz ($(du -h "$OUT/runs.tar.gz" | cut -f1))"
+# The sweep's own logs come back beside the tables; the run folders stay.
+ls "$OUT"/*/results.parquet 2>/dev/null || echo "device_sweeps: no run finished: no tables"
 exit "$status"

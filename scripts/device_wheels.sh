@@ -46,7 +46,8 @@ python3 -m pip wheel -q --no-deps -w "$DIR" "${SOURCE_ONLY[@]}"
 # so that the build leaves nothing (build/, egg-info) in the working tree.
 src=$(mktemp -d)
 trap 'rm -rf "$src"' EXIT
-cp -r "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/pe_research" "$src"
+cp -r "$ROOT/pyproject.toml" "$ROOT/README.md" "$ROOT/LICENSE" "$ROOT/pe_research" \
+    "$ROOT/experiments" "$src"
 find "$src" -name __pycache__ -prune -exec rm -rf {} +
 python3 -m pip wheel -q --no-deps -w "$DIR" "$src"
 
