@@ -8,14 +8,16 @@ import tomllib
 from pathlib import Path
 
 import pytest
-import setuptools
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_package_list_holds_every_folder_of_the_package_and_the_experiments():
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    found = setuptools.find_packages(ROOT, include=["pe_research", "pe_research.*"])
+    found = [
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "pe_research").rglob("__init__.py")
+    ]
     assert sorted(listed) == sorted([*found, "pe_research.experiments"]), (
         "pyproject.toml [tool.setuptools] packages must list every package folder (a new one is "
         "left out of the wheel otherwise)"
