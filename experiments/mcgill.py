@@ -28,10 +28,14 @@ from pe_research.sweeps import describe, summary
 from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN, GPU_MODEL, gpu_train
 from pe_research.sweeps.protocol import SAME, Protocol, row
 
+INSTANCE = dict(prefix=2, separator=4)
+"""Their instance format, `Copy: x_1 .. x_n [SEP] y_1 .. y_n </s>`: "Copy:" ("Reverse:") is 2
+pieces of T5's SentencePiece vocabulary and "[SEP]" 4 (▁[, S, EP, ]) as we count them (T5's
+tokenizer is not available here to check): 2 instruction tokens and a separator of 4."""
 TASKS = {
-    "copy": tasks.get("copy", alphabet=100, end_token=True),
-    "count_copy": tasks.get("count_copy", alphabet=100),
-    "reverse": tasks.get("reverse", alphabet=100, end_token=True),
+    "copy": tasks.get("copy", alphabet=100, end_token=True, **INSTANCE),
+    "count_copy": tasks.get("count_copy", alphabet=100, **INSTANCE),
+    "reverse": tasks.get("reverse", alphabet=100, end_token=True, **INSTANCE),
 }
 T5_BLOCK = dict(norm="rmsnorm", mlp="relu", mlp_bias=False, qk_scale="init")
 """Their decoder's block, T5's (src/models/custom_t5_decoder_only.py): pre-RMSNorm, a ReLU MLP
@@ -54,19 +58,28 @@ PAPER_ENCODINGS = {
 EXTRA_ENCODINGS = (encodings.get("t5"), encodings.get("rope"))
 """Ours beside theirs: T5 with a table per layer, RoPE on every dimension."""
 TRAIN_LENGTH = 20
+VALID_LENGTHS = tuple(range(2, 21))
+"""Their validation lengths, on which the best checkpoint is chosen (train.select_best)."""
 TEST_LENGTHS = tuple(range(21, 41))
+BEST = dict(stop_when_fit=False, select_best=True, select_lengths=VALID_LENGTHS)
+"""Their checkpoint selection: train to the step budget, keep the checkpoint with the best exact
+match on the validation lengths (the first of ties)."""
 SEEDS = (0, 1, 2)
 SCALES = {
-    # FIT_TRAIN at training length 20, until fit; reverse at 100 symbols gets four times the
-    # cap, and T5's head is tied without its dropout (docs/notes/mcgill-cpu-scale.md).
+    # FIT_TRAIN's optimiser at training length 20, the best validation check within its
+    # 2,000-step budget; reverse at 100 symbols gets four times the budget, and T5's head is tied
+    # without its dropout (docs/notes/mcgill-cpu-scale.md).
     "cpu": dict(
         model=dataclasses.replace(FIT_MODEL, **T5_BLOCK, tie_embeddings=True),
-        train=dataclasses.replace(FIT_TRAIN, train_length=TRAIN_LENGTH),
+        train=dataclasses.replace(
+            FIT_TRAIN, train_length=TRAIN_LENGTH, **BEST, select_every=100
+        ),
         task_steps={"reverse": 8000}, eval_batch=128,
     ),
     "gpu": dict(
         model=dataclasses.replace(GPU_MODEL, num_layers=6, **T5_BLOCK, **T5_REST),
-        train=gpu_train(train_length=TRAIN_LENGTH, warmup_steps=500), eval_batch=128,
+        train=gpu_train(train_length=TRAIN_LENGTH, warmup_steps=500, **BEST, select_every=250),
+        eval_batch=128,
     ),
     # Their T5-base decoder and trainer settings (results/sanity_check.jsonl, cfg__*).
     "paper": dict(
@@ -76,7 +89,7 @@ SCALES = {
         train=TrainConfig(
             steps=40_000, batch_size=64, train_length=TRAIN_LENGTH, learning_rate=3e-5,
             warmup_steps=2_400, lr_schedule="linear", weight_decay=0.05, grad_clip=1.0,
-            length_buckets=4, stop_when_fit=True, fit_threshold=1.0, fit_check_every=2_000,
+            length_buckets=4, **BEST, select_every=2_000,
             log_every=500,
         ),
         eval_batch=500,
@@ -99,7 +112,7 @@ def runs(scale: str = "cpu") -> list[RunConfig]:
             encoding=encoding,
             model=s["model"],
             train=train_config(scale, name),
-            eval=EvalConfig(lengths=(TRAIN_LENGTH, *TEST_LENGTHS), batch_size=s["eval_batch"]),
+            eval=EvalConfig(lengths=(*VALID_LENGTHS, *TEST_LENGTHS), batch_size=s["eval_batch"]),
             seed=seed,
         )
         for name, task in TASKS.items()
@@ -161,9 +174,7 @@ PROTOCOL = Protocol(
         row("positions", "positions",
             "0, 1, ... from the first token of the prompt prefix",
             f"{REPO} configs/t5_dec_base.jsonnet (decoder_only_include_position_ids false)",
-            **{s: "0, 1, ... from x_1 (no prefix)" for s in SCALES},
-            why="the constant prefix is left out (see data / format); every position shifts by "
-            "its length, which only the absolute encoding sees"),
+            **{s: SAME for s in SCALES}),
         row("optimisation", "optimizer",
             "AdamW, lr 3e-5, 2,400 warm-up steps (6%) then linear decay to 1e-7, weight decay "
             "0.05, gradient clip 1.0",
@@ -179,17 +190,14 @@ PROTOCOL = Protocol(
             "with a head of its own, nor 14 by 4,000 with T5's tied head"),
         row("optimisation", "checkpoint",
             "the checkpoint (every 2,000 steps) with the best exact match on validation "
-            "lengths 2-20, the first one on ties (4,000-20,000 steps in their runs)",
-            f"{RESULTS}: cfg__trainer.metric_for_best_model, eval_steps, "
+            "lengths 2-20, the first one on ties (2,000-40,000 steps in their runs; T5 on "
+            "count_copy 20,000-28,000)",
+            f"{RESULTS}: cfg__trainer.metric_for_best_model (seq_acc), eval_steps, "
             "sum__predict_test_ckpt_path",
-            cpu="the last step; training stops once exact match at 20 is >= .95 (checked "
-            "every 100 steps) or at the cap",
-            gpu="the last of 5,000 steps",
-            paper="the last step; training stops at the first check (every 2,000 steps) with "
-            "exact match 1.0 at length 20, or at 40,000",
-            why="our fit check reads the training length only and a run keeps its last state, "
-            "not the best of several; at threshold 1.0 the paper scale stops where their "
-            "first-of-tied-best choice would"),
+            cpu="the same choice, checked every 100 steps within the step budget",
+            gpu="the same choice, checked every 250 steps within the step budget",
+            paper=SAME,
+            why="checks as often as the shorter budgets allow (train.select_best)"),
         row("data", "alphabet",
             "copy and reverse: 100 T5 tokens that stay one token when repeated; Copy (Repeat): "
             "one token of that list, truncated to the examples per length",
@@ -210,9 +218,11 @@ PROTOCOL = Protocol(
             "scratchpad", f"{REPO} src/data/data_instance_processor/copy_instance_processor.py, "
             "configs/data/s2s_copy.jsonnet; run groups without _scratchpad in "
             "results/sanity_check.jsonl",
-            **{s: "`x_1 .. x_n SEP y_1 .. y_n END`, one token each; loss on the answer and END "
-               "(end_token=True; count_copy always ends with END)" for s in SCALES},
-            why="the prefix and the separator's pieces are the same tokens in every sequence"),
+            **{s: "`i_1 i_2 x_1 .. x_n SEP s_2 s_3 s_4 y_1 .. y_n END`: 2 instruction tokens "
+               "and a separator of 4 (task options prefix 2, separator 4), one token per symbol; "
+               "loss on the answer and END" for s in SCALES},
+            why="T5's tokenizer is not available here: the instruction and the separator are "
+            "tokens of their own, as many as the pieces we count for \"Copy:\" and \"[SEP]\""),
         row("data", "training set",
             "a fixed set of 100,000 sequences, about 26 epochs",
             f"{RESULTS}: sum__num_train_samples, sum__train/epoch",
@@ -225,8 +235,8 @@ PROTOCOL = Protocol(
             **{s: SAME for s in SCALES}),
         row("evaluation", "test set", "500 sequences at each length 21-40",
             f"{RESULTS}: sum__pred/test_num_samples 10,000",
-            **{s: f"{SCALES[s]['eval_batch']} sequences at each length 21-40 (and 20, for the "
-               "fit verdict)" if s != "paper" else SAME for s in SCALES},
+            **{s: f"{SCALES[s]['eval_batch']} sequences at each length 21-40 (and 2-20, the "
+               "validation lengths)" if s != "paper" else SAME for s in SCALES},
             why="scaled down for 2 CPU cores"),
         row("aggregation", "per task",
             "mean over 3 seeds of the exact match over all test sequences (pred/test_acc_overall)",

@@ -16,12 +16,17 @@ docs/results/mcgill_ablations/summary.md; what they show: docs/notes/t5-count-co
 
 import dataclasses
 
-from pe_research import encodings
+from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, RunConfig
 from pe_research.experiments import mcgill
+from pe_research.sweeps.experiments import FIT_TRAIN
 
 BASE = mcgill.SCALES["cpu"]
-TASK = mcgill.TASKS["count_copy"]
+TASK = tasks.get("count_copy", alphabet=100)
+"""count_copy as mcgill ran it before it took the paper's instance format: no instruction, SEP."""
+FIRST_FIT = dataclasses.replace(FIT_TRAIN, train_length=mcgill.TRAIN_LENGTH)
+"""mcgill's cpu training before it took the paper's checkpoint selection: until exact match at 20
+is >= .95 (checked every 100 steps), within 2,000 steps."""
 ENCODINGS = {
     "t5": mcgill.PAPER_ENCODINGS["t5"],
     "nope": encodings.get("nope"),
@@ -57,7 +62,7 @@ def config(variant: str, encoding: str, seed: int) -> RunConfig:
         task=dataclasses.replace(TASK, **change.get("task", {})),
         encoding=ENCODINGS[encoding],
         model=dataclasses.replace(BASE["model"], **change.get("model", {})),
-        train=dataclasses.replace(BASE["train"], **change.get("train", {})),
+        train=dataclasses.replace(FIRST_FIT, **change.get("train", {})),
         eval=EVAL,
         seed=seed,
     )

@@ -99,7 +99,7 @@ def test_paper_vs_here_reads_the_rows_of_its_own_runs(name):
         assert "Mean reciprocal rank over (task, seed) queries of copy, count_copy" in text
         assert "| t5 | 0.78 |" in text  # the paper's, recomputed on these three tasks
         partial = module.paper_vs_here([r for r in rows if r["task"].startswith("count_copy")])
-        assert "| count_copy(alphabet=100) | nope " in partial
+        assert "| count_copy(alphabet=100, prefix=2, separator=4) | nope " in partial
         assert "reciprocal rank" not in partial
 
 

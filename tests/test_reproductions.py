@@ -94,7 +94,10 @@ def test_paper_scales_are_the_papers_settings():
     assert (t.steps, t.batch_size, t.learning_rate, t.warmup_steps, t.lr_schedule) == (
         40_000, 64, 3e-5, 2_400, "linear")  # fmt: skip
     assert t.weight_decay == 0.05 and m[0].eval.batch_size == 500
-    assert m[0].eval_lengths == tuple(range(20, 41))
+    assert m[0].eval_lengths == tuple(range(2, 41))  # validation 2-20, test 21-40
+    assert (t.select_best, t.select_every) == (True, 2_000)
+    assert m[0].select_lengths == tuple(range(2, 21))
+    assert {(c.task.prefix, c.task.separator) for c in m} == {(2, 4)}  # `Copy: ... [SEP] ...`
     assert all(c.task.end_token for c in m if c.task.name != "count_copy")
     # T5's block: pre-RMSNorm, ReLU MLP without biases, q.k unscaled; T5's bias as the paper's
     # one shared table and as ours, a table per layer.

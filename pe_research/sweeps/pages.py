@@ -97,6 +97,13 @@ def provenance(sweep: Sweep) -> list[str]:
     """Markdown lines: runs and fit counts, seeds, when, from which code, on which machines."""
     frame = sweep.tables.results
     per_run = frame.drop_duplicates("run")
+    if per_run.empty:  # every run of the table is of a protocol the experiment no longer runs
+        return [
+            f"- Runs: none of the {sweep.defined} the experiment defines at this scale; "
+            f"`{sweep.command}` trains them.",
+            f"- Left out: {sweep.others} run{'s' * (sweep.others != 1)} in the table of "
+            "configurations the experiment no longer defines.",
+        ]
     fit, judged = summary.fit_count(sweep.rows)
     days = sorted(str(d)[:10] for d in per_run["finished"].dropna())
     when = "unknown" if not days else days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
@@ -148,6 +155,9 @@ def sweep_page(sweep: Sweep) -> str:
     experiment's own sections."""
     rows, metric, module = sweep.rows, sweep.metric, sweep.module
     figure_names = [f"{stem}.png" for stem in plotting.figure_stems(rows, [metric])]
+    if not rows:
+        title = f"# `{sweep.experiment}`" + ("" if sweep.scale == "cpu" else f", `{sweep.scale}`")
+        return "\n".join([GENERATED, "", title, "", *provenance(sweep)]) + "\n"
     title = f"# `{sweep.experiment}`" + ("" if sweep.scale == "cpu" else f", `{sweep.scale}` scale")
     lines = [GENERATED, "", title, ""]
     if text := question(module):
@@ -185,12 +195,15 @@ def sweep_page(sweep: Sweep) -> str:
 
 
 def write_sweep_page(sweep: Sweep) -> list[Path]:
-    """FOLDER/summary.md and its figures (PNG); returns the files written."""
+    """FOLDER/summary.md and its figures (PNG); returns the files written. Figures of an earlier
+    page that this one no longer shows are deleted (every PNG of the folder is generated)."""
     sweep.folder.mkdir(parents=True, exist_ok=True)
     written = []
     for stem, fig in figures(sweep).items():
         written.append(sweep.folder / f"{stem}.png")
         plotting.save(fig, written[-1], dpi=DPI)
+    for stale in set(sweep.folder.glob("*.png")) - set(written):
+        stale.unlink()
     page = sweep.folder / PAGE
     runs.write_atomic(page, sweep_page(sweep))
     return [page, *written]

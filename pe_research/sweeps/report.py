@@ -89,6 +89,9 @@ def reproductions_page(
         lines += [f"## {module.PROTOCOL.paper}", ""]
         lines += [f"`{sweep.experiment}`, `{sweep.scale}` scale: [its page]({table}).", ""]
         lines += [*pages.provenance(sweep), ""]
+        if not rows:
+            lines += [module.PROTOCOL.markdown(ran=sweep.scale), ""]
+            continue
         if hasattr(module, "headline"):
             panels = {t: s for t, s in module.headline(rows).items() if s}
             if panels:
@@ -160,6 +163,8 @@ def _cited(paper: str) -> str:
 
 def _short_provenance(sweep: Sweep) -> str:
     per_run = sweep.tables.results.drop_duplicates("run")
+    if per_run.empty:
+        return "No run of the configurations the experiment defines now."
     fit, judged = summary.fit_count(sweep.rows)
     days = sorted(str(d)[:10] for d in per_run["finished"].dropna())
     when = days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
@@ -234,10 +239,16 @@ def write(
     root: Path = Path("docs/results"), docs: Path = Path("docs"), readme: Path | None = None
 ) -> list[Path]:
     """Write every page and figure from the tables under `root`; returns the files written."""
-    texts, figures = _texts(read_sweeps(root), Path(docs), readme)
+    sweeps = read_sweeps(root)
+    texts, figures = _texts(sweeps, Path(docs), readme)
     for path, fig in figures.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         plotting.save(fig, path, dpi=pages.DPI)
+    # Every PNG of a sweep's folder and of DOCS/reproductions is generated: what no page shows
+    # any more (a protocol whose runs are gone) goes.
+    for folder in [s.folder for s in sweeps] + [Path(docs) / FIGURES]:
+        for stale in set(folder.glob("*.png")) - set(figures):
+            stale.unlink()
     for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         runs.write_atomic(path, text)
