@@ -581,3 +581,17 @@ def test_a_sweep_stopped_by_ctrl_c_or_kill_writes_the_table_of_the_runs_it_finis
     assert set(results.load(table)["run"]) == {"/".join(finished[0].parts[-3:])}
     assert "Wrote the table of 1 finished runs" in capsys.readouterr().out
     assert not list(out.rglob(runs.LOCK)), "the stopped group's claims must be released"
+
+
+def test_a_sweep_of_some_tasks_keeps_the_tables_rows_of_the_others(tmp_path, monkeypatch):
+    experiment = tmp_path / "two_tasks.py"
+    source = textwrap.dedent(TINY_EXPERIMENT).replace('tasks.get("copy")', "tasks.get(task)")
+    grid = 'for enc in ("nope", "rope") for task in ("copy", "reverse")'
+    experiment.write_text(source.replace('for enc in ("nope", "rope")', grid))
+    monkeypatch.setattr(train, "train_group", fake_train_group([]))
+    table = tmp_path / "table"
+    for task in ("copy", "reverse"):
+        sweep.run_experiment(str(experiment), tmp_path / "out", results_dir=table,
+                             progress=False, tasks=[task])  # fmt: skip
+    assert set(results.load(table)["task"]) == {"copy", "reverse"}  # the first sweep's kept
+    assert (table / pages.PAGE).exists()  # once the whole grid is in the table

@@ -420,6 +420,8 @@ def run_experiment(
     out = Path(out or Path("runs") / (name + (f"-{scale}" if scale else "")))
     results_dir = Path(results_dir or out)
     configs = experiments.experiment_runs(module, scale, tasks)
+    # The whole grid at this scale: a sweep of some tasks keeps the table's rows of the others.
+    defined = {runs.run_id(c) for c in experiments.experiment_runs(module, scale)}
     # Rows of this code join the table only if it is of this code; --tables-only with no run
     # finished here rewrites the table's own pages, whatever its code.
     fresh = any(runs.is_finished(run_dir_for(out, c)) for c in configs)
@@ -429,7 +431,7 @@ def run_experiment(
         done = SweepResult([run_dir_for(out, c) for c in configs], [], {})
         done.recorded = {d for d, c in zip(done.dirs, configs, strict=True)
                          if runs.run_id(c) in table.run_ids}  # fmt: skip
-        return done, _write_results(module, done, table, results_dir, labels, metric)
+        return done, _write_results(module, done, table, results_dir, labels, metric, defined)
     if workers > 1 and (shard is not None or jax.process_count() > 1):
         raise ValueError(
             "--workers starts processes on this machine that share the whole sweep; it does not "
@@ -475,13 +477,13 @@ def run_experiment(
                 stopped.recorded = {run_dir_for(out, c) for c in configs
                                     if runs.run_id(c) in recorded}  # fmt: skip
                 variant = getattr(module, "variant", None)
-                _write_tables(stopped, table, results_dir, labels, variant, stopped=True)
+                _write_tables(stopped, table, results_dir, labels, defined, variant, stopped=True)
             raise
         finally:
             workers_lib.stop(helpers)
     if not summarize:
         return done, []
-    return done, _write_results(module, done, table, results_dir, labels, metric)
+    return done, _write_results(module, done, table, results_dir, labels, metric, defined)
 
 
 def _table(results_dir: Path, configs: list[RunConfig], check_code: bool) -> results.Tables:
@@ -509,20 +511,22 @@ def _write_tables(
     table: results.Tables,
     results_dir: Path,
     labels: dict[str, str],
+    defined: set[str],
     variant: Any = None,
     stopped: bool = False,
 ) -> results.Tables:
     """The table of every finished run of the sweep, written to `results_dir`: the table there
     now (several processes of one sweep write it, each when it ends), or `table` if there is
-    none, keeps its rows of the runs the sweep defines; then those of the runs finished in the
-    run folder, which replace their earlier rows."""
+    none, keeps its rows of the runs the experiment defines (`defined`: every task's, also when
+    this sweep trains some); then those of the runs finished in the run folder, which replace
+    their earlier rows."""
     fresh = results.from_runs(
         [d for d in done.dirs if runs.is_finished(d)], **labels, variant=variant
     )
     with results.writing(results_dir):
         if results.has_tables(results_dir):
             table = results.read(results_dir)
-        merged = results.merge(table.only(done.ids), fresh)
+        merged = results.merge(table.only(defined), fresh)
         if merged.run_ids:
             results.write(results_dir, merged)
     if merged.run_ids:
@@ -539,10 +543,12 @@ def _write_results(
     results_dir: Path,
     labels: dict[str, str],
     metric: str,
+    defined: set[str],
 ) -> list[Path]:
-    """Print the tables of the finished runs, write the results table, and once every run of
-    the sweep is in it, its page and figures."""
-    merged = _write_tables(done, table, results_dir, labels, getattr(module, "variant", None))
+    """Print the tables of the finished runs, write the results table, and once every run the
+    experiment defines at this scale is in it, its page and figures."""
+    variant = getattr(module, "variant", None)
+    merged = _write_tables(done, table, results_dir, labels, defined, variant)
     if merged.results.empty:
         print(f"No run of the {len(done.dirs)} is finished yet: no tables to write.")
         return []
@@ -552,12 +558,12 @@ def _write_results(
     if efficiency := summary.steps_to_fit_table(rows):
         print("Steps to fit (train.stop_when_fit):\n" + efficiency)
     written = [results_dir / n for n in (results.RESULTS, results.CURVES, results.CSV)]
-    missing = len(done.dirs) - len(merged.run_ids)
+    missing = len(defined - merged.run_ids)
     if missing:
         print(
-            f"{missing} of {len(done.dirs)} runs are not finished (other shards or processes); "
-            f"{results_dir / pages.PAGE} and the figures are written once every run is: rerun "
-            "this command then (--tables-only trains nothing)."
+            f"{missing} of {len(defined)} runs are not finished (other shards, tasks or "
+            f"processes); {results_dir / pages.PAGE} and the figures are written once every run "
+            "is: rerun this command then (--tables-only trains nothing)."
         )
         return written
     written += pages.write_sweep_page(pages.read_sweep(results_dir, merged, module))
