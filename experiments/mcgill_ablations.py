@@ -19,6 +19,7 @@ import dataclasses
 from pe_research import encodings, tasks
 from pe_research.config import EvalConfig, RunConfig
 from pe_research.experiments import mcgill
+from pe_research.sweeps import summary
 from pe_research.sweeps.experiments import FIT_TRAIN
 
 BASE = mcgill.SCALES["cpu"]
@@ -82,3 +83,44 @@ def variant(cfg: RunConfig) -> str:
 
 def _encoding_name(cfg: RunConfig) -> str:
     return next(name for name, enc in ENCODINGS.items() if enc == cfg.encoding)
+
+
+def sections(rows: list[dict]) -> str:
+    """The ablation table: exact match over 21-40 per variant and encoding, mean ± std over
+    seeds (fit seeds / seeds), beside the paper's numbers recomputed from its released runs."""
+    scores: dict[tuple[str, str], list[tuple[float, bool]]] = {}
+    per_run: dict[str, dict[int, float]] = {}
+    meta: dict[str, tuple[str, str, bool]] = {}
+    for r in rows:
+        if r.get("failed_step") is not None or r["length"] not in mcgill.TEST_LENGTHS:
+            continue
+        encoding, _, name = r["encoding"].partition(" | ")
+        per_run.setdefault(r["run"], {})[r["length"]] = r["exact_match"]
+        meta[r["run"]] = (name, encoding, bool(r.get("fit")))
+    for run, by_length in per_run.items():
+        if len(by_length) == len(mcgill.TEST_LENGTHS):
+            name, encoding, fit = meta[run]
+            mean = sum(by_length.values()) / len(by_length)
+            scores.setdefault((name, encoding), []).append((mean, fit))
+    labels = {name: enc.label() for name, enc in ENCODINGS.items()}
+    body = []
+    for name in VARIANTS:
+        line = [name]
+        for enc in ENCODINGS:
+            got = scores.get((name, labels[enc]), [])
+            fit = sum(f for _, f in got)
+            line.append(
+                f"{summary.mean_and_spread([v for v, _ in got])} ({fit}/{len(got)})"
+                if got else "not run"
+            )  # fmt: skip
+        body.append(line)
+    paper = ["paper (their runs)"] + [
+        "{:.3f} ± {:.3f}".format(*mcgill.PAPER_EXACT_MATCH[("count_copy", enc)])
+        for enc in ENCODINGS
+    ]
+    table = summary.markdown_table(["variant", *ENCODINGS], [*body, paper])
+    return (
+        "## The ablations\n\nExact match on count_copy over lengths 21-40 (trained on 1-20), "
+        "mean ± std over seeds (fit seeds / seeds); each variant undoes one difference from the "
+        "paper in mcgill's earlier cpu protocol (VARIANTS).\n\n" + "\n".join(table) + "\n"
+    )
