@@ -176,10 +176,11 @@ def test_upload_makes_one_run_per_run_with_its_name_group_tags_config_curves_and
 
     # Again, from the run directories: the same W&B ids (W&B resumes those runs), no group.
     again = tracking.upload(run_folder, "pe", offline=True)
-    assert {d.name.rsplit("-", 1)[1] for d in again.offline_dirs} == {
-        r.id for r in uploaded.values()
-    }
-    assert {read_offline(d).group for d in again.offline_dirs} == {""}
+    # (Read the ids from the files: W&B suffixes a folder's name when a run resumes within the
+    # second it started, offline-run-TIME-ID-1.)
+    resumed = [read_offline(d) for d in again.offline_dirs]
+    assert {r.id for r in resumed} == {r.id for r in uploaded.values()}
+    assert {r.group for r in resumed} == {""}
 
 
 EXPERIMENT = """
