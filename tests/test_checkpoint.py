@@ -48,7 +48,7 @@ def rows(path):
 def final_params(run_dir):
     cfg = runs.load_config(run_dir)
     graphdef, state = train.init_state(cfg, keys := train.keys_from_seed(cfg.seed))
-    params = checkpoints.load_params(
+    params, _ = checkpoints.load_params(
         run_dir, state, {"data": keys.data, "positions": keys.positions}
     )
     return jax.tree.leaves(params)

@@ -3,12 +3,14 @@ the earlier, evaluation scores it, and a resumed run selects as an uninterrupted
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from pe_research import encodings, runs, tasks, train
 from pe_research.config import EvalConfig, ModelConfig, RunConfig, TrainConfig
+from pe_research.essay import analysis
 from pe_research.training import checkpoints, selection
 
 BASE = RunConfig(
@@ -47,6 +49,17 @@ def test_a_run_is_evaluated_at_its_best_check_and_resumes_selecting_the_same(tmp
     evaluated = runs.read_jsonl(whole / runs.EVAL)
     assert {r["selected_step"] for r in evaluated} == {best["step"]}
     assert checks[-1]["best_step"] == best["step"]
+    # The analyses load the parameters the run was evaluated with: the best check's, which the
+    # checkpoint of that step holds as its own.
+    _, loaded, source = analysis.trained_model(whole, BASE)
+    assert f"step {best['step']}" in source
+    keys = train.keys_from_seed(BASE.seed)
+    _, like = train.init_state(BASE, keys)
+    carried = (like, {"params": like.params, "exact_match": np.float32(0), "step": np.int32(0)})
+    at_best, _ = checkpoints.restore(whole, best["step"], carried, {"data": keys.data,
+                                     "positions": keys.positions})  # fmt: skip
+    for a, b in zip(jax.tree.leaves(loaded), jax.tree.leaves(at_best.params), strict=True):
+        np.testing.assert_array_equal(a, b)
 
     class Interrupted(Exception):
         pass

@@ -45,8 +45,9 @@ def finished_config(run_dir: Path) -> RunConfig:
 
 
 def trained_model(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, str]:
-    """(graphdef, params, where the parameters came from) of a finished run: its final
-    checkpoint, or else a retraining."""
+    """(graphdef, params, where the parameters came from) of a finished run: those it was
+    evaluated with, from its final checkpoint (the best check it carries, with
+    train.select_best), or else a retraining."""
     cfg = dataclasses.replace(cfg, eval_encoding=None)
     steps = checkpoints.steps(run_dir)
     if not steps:
@@ -62,10 +63,12 @@ def trained_model(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, str
         )
     keys = training.keys_from_seed(cfg.seed)
     graphdef, state = training.init_state(cfg, keys)
-    params = checkpoints.load_params(
-        run_dir, state, {"data": keys.data, "positions": keys.positions}
+    params, step = checkpoints.load_params(
+        run_dir, state, {"data": keys.data, "positions": keys.positions}, cfg.train.select_best
     )
-    return graphdef, params, f"the run's checkpoint at step {steps[-1]}"
+    if cfg.train.select_best:
+        return graphdef, params, f"the run's best check (step {step}), as it was evaluated"
+    return graphdef, params, f"the run's checkpoint at step {step}"
 
 
 def retrain(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, Any, dict[str, float]]:

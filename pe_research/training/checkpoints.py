@@ -170,9 +170,20 @@ def restore_latest(
     return None
 
 
-def load_params(run_dir: Path, like_state: Any, keys: dict[str, jax.Array]) -> Any:
-    """The parameters of a run's newest readable checkpoint (its final one once it is done)."""
-    found = restore_latest([Path(run_dir)], [like_state], [keys])
+def load_params(
+    run_dir: Path, like_state: Any, keys: dict[str, jax.Array], select_best: bool = False
+) -> tuple[Any, int]:
+    """(parameters, step) of the model a run evaluates, from its newest readable checkpoint (its
+    final one once it is done): the checkpoint's own parameters and step, or with select_best
+    (train.select_best) the best parameters its checkpoints carry and the step they came from."""
+    like = like_state
+    if select_best:  # one model's slice of selection.initial
+        best = {"params": like_state.params, "exact_match": np.float32(0), "step": np.int32(0)}
+        like = (like_state, best)
+    found = restore_latest([Path(run_dir)], [like], [keys])
     if found is None:
         raise FileNotFoundError(f"{run_dir} has no readable checkpoint in {DIR}/.")
-    return found[1][0].params
+    step, (state,) = found
+    if select_best:
+        return state[1]["params"], int(state[1]["step"])
+    return state.params, step
