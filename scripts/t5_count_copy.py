@@ -95,6 +95,29 @@ def stop_counts(cfg: RunConfig, graphdef, params_S, lengths) -> dict[int, list[i
     return out
 
 
+def prompt_spread(cfg: RunConfig, graphdef, params_S, lengths) -> dict[int, float]:
+    """Per evaluation length n, how much the model's outputs differ over the n prompt positions:
+    max |logits at a prompt position - logits at the first| / max |logits| over the prompt, the
+    mean over seeds and sequences. A prompt of one repeated symbol without an instruction gives 0
+    under a relative bias or none (every prompt position sees identical values)."""
+
+    @jax.jit
+    def logits_SBLV(params_S, tokens_BL, pos_BL, valid_BL):
+        return jax.vmap(lambda p: nnx.merge(graphdef, p)(tokens_BL, pos_BL, valid_BL))(params_S)
+
+    out = {}
+    root = jax.random.key(cfg.eval.seed)
+    first = cfg.task.prefix  # the prompt's first token
+    for n in lengths:
+        width = bucket(cfg.task.seq_len(n, cfg.model.causal))
+        batch, pos_BL = evaluate.eval_inputs(cfg, root, jnp.int32(n), width)
+        logits = logits_SBLV(params_S, batch.inputs, pos_BL, batch.valid)
+        prompt_SBNV = np.asarray(logits[:, :, first : first + n], np.float64)
+        gap_SB = np.abs(prompt_SBNV - prompt_SBNV[:, :, :1]).max(axis=(2, 3))
+        out[n] = float(np.mean(gap_SB / np.abs(prompt_SBNV).max(axis=(2, 3))))
+    return out
+
+
 def with_rows(params_S, untrained: list[int], source: int | None):
     """The parameters with the untrained bucket rows of every layer's table set to 0 (source
     None) or to the row `source`."""
@@ -108,10 +131,10 @@ def with_rows(params_S, untrained: list[int], source: int | None):
     return jax.tree_util.tree_map_with_path(edit, params_S)
 
 
-def sweep_runs(sweep: Path) -> dict[str, list[Path]]:
-    """The finished count_copy runs of a mcgill sweep folder with a T5 bias, grouped by their
-    config less the seed (ours and the paper's form, one table for all layers), each group
-    named by its encoding folder."""
+def sweep_runs(sweep: Path, kinds=("t5",)) -> dict[str, list[Path]]:
+    """The finished count_copy runs of a mcgill sweep folder with a T5 bias (or any encoding
+    named in kinds), grouped by their config less the seed (ours and the paper's form, one table
+    for all layers), each group named by its first run's folder."""
     try:
         found = runs.find_runs([sweep])
     except (FileNotFoundError, ValueError) as e:
@@ -119,7 +142,7 @@ def sweep_runs(sweep: Path) -> dict[str, list[Path]]:
     groups: dict[RunConfig, list[Path]] = {}
     for run_dir in found:
         cfg = runs.load_config(run_dir)
-        if cfg.task.name == "count_copy" and cfg.encoding.name == "t5":
+        if cfg.task.name == "count_copy" and cfg.encoding.name in kinds:
             groups.setdefault(dataclasses.replace(cfg, seed=0), []).append(run_dir)
     if not groups:
         raise SystemExit(
@@ -127,7 +150,7 @@ def sweep_runs(sweep: Path) -> dict[str, list[Path]]:
             "mcgill --tasks count_copy` first (it writes runs/mcgill), or leave out --from-sweep "
             "to train here."
         )
-    return {dirs[0].parent.name: dirs for dirs in groups.values()}
+    return {str(dirs[0].relative_to(sweep)): dirs for dirs in groups.values()}
 
 
 def load_group(run_dirs: list[Path]) -> tuple[RunConfig, nnx.GraphDef, object, list[int]]:
@@ -226,11 +249,23 @@ def main() -> None:
         "fit: 4 layers, FIT_TRAIN until fit, at training length 20, in our block (mcgill's own "
         "runs, in T5's block: --from-sweep runs/mcgill)",
     )  # fmt: skip
+    parser.add_argument(
+        "--prompt-only", action="store_true",
+        help="with --from-sweep: only print how much the outputs differ over the prompt "
+        "positions (prompt_spread), for every count_copy T5 and NoPE run group",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.from_sweep is not None:
-        for name, run_dirs in sweep_runs(args.from_sweep).items():
+        kinds = ("t5", "nope") if args.prompt_only else ("t5",)
+        for name, run_dirs in sweep_runs(args.from_sweep, kinds).items():
             base, graphdef, params_S, seeds = load_group(run_dirs)
-            dissect(base, graphdef, params_S, seeds, args.out / name)
+            if args.prompt_only:
+                spread = prompt_spread(base, graphdef, params_S, (10, 20, 30))
+                print(f"{name} and its other seeds (prefix {base.task.prefix}, select_best "
+                      f"{base.train.select_best}): relative spread of the outputs over the prompt: "
+                      + ", ".join(f"n = {n}: {v:.2g}" for n, v in spread.items()))  # fmt: skip
+            else:
+                dissect(base, graphdef, params_S, seeds, args.out / name)
         return
     if args.preset == "fit":
         model, training = FIT_MODEL, dataclasses.replace(FIT_TRAIN, train_length=20)
