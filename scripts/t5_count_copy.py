@@ -45,7 +45,7 @@ from pe_research.encodings.bias import t5_relative_bucket
 from pe_research.essay import analysis
 from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
 from pe_research.tasks import bucket
-from pe_research.training import evaluate
+from pe_research.training import checkpoints, evaluate
 
 LENGTHS = (20, 24, 28, 32, 36, 40)
 
@@ -153,11 +153,32 @@ def sweep_runs(sweep: Path, kinds=("t5",)) -> dict[str, list[Path]]:
     return {str(dirs[0].relative_to(sweep)): dirs for dirs in groups.values()}
 
 
-def load_group(run_dirs: list[Path]) -> tuple[RunConfig, nnx.GraphDef, object, list[int]]:
-    """The first run's config, and the runs' final parameters stacked on a leading seed axis (the
-    runs must differ in their seed only, as `sweep_runs` groups them)."""
+def last_trained(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, object, str]:
+    """(graphdef, params, source) of a train.select_best run's last checkpoint: the parameters
+    training ended with, not the best check it was evaluated with (other runs: as evaluated)."""
+    if not cfg.train.select_best:
+        return analysis.trained_model(run_dir, cfg)
+    keys = train.keys_from_seed(cfg.seed)
+    graphdef, state = train.init_state(cfg, keys)
+    best = {"params": state.params, "exact_match": np.float32(0), "step": np.int32(0)}
+    found = checkpoints.restore_latest(
+        [run_dir], [(state, best)], [{"data": keys.data, "positions": keys.positions}]
+    )
+    if found is None:
+        raise SystemExit(f"{run_dir} has no readable checkpoint.")
+    step, ((last, _),) = found
+    return graphdef, last.params, f"the run's last parameters (step {step}), not its best check"
+
+
+def load_group(
+    run_dirs: list[Path], last: bool = False
+) -> tuple[RunConfig, nnx.GraphDef, object, list[int]]:
+    """The first run's config, and the runs' parameters as evaluated (or with `last`, those
+    training ended with) stacked on a leading seed axis (the runs must differ in their seed
+    only, as `sweep_runs` groups them)."""
     cfgs = [runs.load_config(d) for d in run_dirs]
-    loaded = [analysis.trained_model(d, c) for d, c in zip(run_dirs, cfgs, strict=True)]
+    load = last_trained if last else analysis.trained_model
+    loaded = [load(d, c) for d, c in zip(run_dirs, cfgs, strict=True)]
     for d, (_, _, source) in zip(run_dirs, loaded, strict=True):
         print(f"{d}: {source}")
     params_S = jax.tree.map(lambda *xs: jnp.stack(xs), *[p for _, p, _ in loaded])
@@ -254,11 +275,16 @@ def main() -> None:
         help="with --from-sweep: only print how much the outputs differ over the prompt "
         "positions (prompt_spread), for every count_copy T5 and NoPE run group",
     )  # fmt: skip
+    parser.add_argument(
+        "--last", action="store_true",
+        help="with --from-sweep: dissect the parameters the runs ended with, not the best "
+        "checks they were evaluated with (train.select_best runs)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.from_sweep is not None:
         kinds = ("t5", "nope") if args.prompt_only else ("t5",)
         for name, run_dirs in sweep_runs(args.from_sweep, kinds).items():
-            base, graphdef, params_S, seeds = load_group(run_dirs)
+            base, graphdef, params_S, seeds = load_group(run_dirs, args.last)
             if args.prompt_only:
                 spread = prompt_spread(base, graphdef, params_S, (10, 20, 30))
                 print(f"{name} and its other seeds (prefix {base.task.prefix}, select_best "
