@@ -6,23 +6,9 @@ import dataclasses
 import jax
 import numpy as np
 import pytest
+from encoding_inputs import DIMS, B, H, K, L, contiguous, qk
 
-from pe_research import encodings
 from pe_research.encodings import DAPE
-
-DIMS = encodings.Dims(d_model=32, num_heads=4, head_dim=8)
-B, L, H, K = 2, 7, 4, 8
-
-
-def qk(seed=0, length=L, dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    q = rng.normal(size=(B, length, H, K)).astype(dtype)
-    k = rng.normal(size=(B, length, H, K)).astype(dtype)
-    return q, k
-
-
-def contiguous(length=L, start=0):
-    return np.broadcast_to(np.arange(start, start + length, dtype=np.int32), (B, length))
 
 
 def dape_reference(enc, params, q, k, pos):

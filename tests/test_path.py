@@ -9,21 +9,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from encoding_inputs import DIMS, qk
 
 from pe_research import encodings, runs
 from pe_research.config import ModelConfig, RunConfig
 from pe_research.encodings import PaTH
 from pe_research.encodings.path import householder_logits, unit_lower_inverse
-
-DIMS = encodings.Dims(d_model=32, num_heads=4, head_dim=8)
-B, L, H, K = 2, 7, 4, 8
-
-
-def qk(seed=0, length=L, dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    q = rng.normal(size=(B, length, H, K)).astype(dtype)
-    k = rng.normal(size=(B, length, H, K)).astype(dtype)
-    return q, k
 
 
 def householder_loop(q, k, w, beta):

@@ -2,58 +2,14 @@
 independent numpy reconstructions: answers, scored spans, option frequencies, the built evaluation
 sets, and the errors."""
 
-import functools
-
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
+from task_checks import check_common, check_traced_equals_eager, full_sequence, sample
 
 from pe_research import tasks
 from pe_research.data import builders, catalog, loader
 
 SEEDS = (0, 1, 2)
-
-
-@functools.cache
-def compiled_sampler(task, batch_size, length, causal):
-    """One compiled program per task and shape, shared by the seeds, instead of eager ops."""
-    return jax.jit(lambda key: task.sample(key, batch_size, length, causal=causal))
-
-
-def sample(task, seed, batch_size, length, causal=True):
-    fn = compiled_sampler(task, batch_size, length, causal)
-    return jax.tree.map(np.asarray, fn(jax.random.key(seed)))
-
-
-def check_common(task, batch, causal, *, labelling=False):
-    """Real tokens first, scored tokens among them, PAD targets after; decoders teacher forced
-    (a labelling task's targets are labels, not next tokens), encoders blank what they score."""
-    for b in range(batch.inputs.shape[0]):
-        n_valid = int(batch.valid[b].sum())
-        assert batch.valid[b][:n_valid].all() and not batch.valid[b][n_valid:].any()
-        assert not (batch.loss_mask[b] & ~batch.valid[b]).any()
-        assert (batch.targets[b][~batch.valid[b]] == task.pad).all()
-        if labelling:
-            continue
-        if causal:
-            np.testing.assert_array_equal(
-                batch.targets[b][: n_valid - 1], batch.inputs[b][1:n_valid]
-            )
-        else:
-            assert (batch.inputs[b][batch.loss_mask[b]] == task.blank).all()
-            keep = ~batch.loss_mask[b]
-            np.testing.assert_array_equal(batch.inputs[b][keep], batch.targets[b][keep])
-    assert batch.inputs.max() < task.vocab_size
-
-
-def full_sequence(batch, b, causal):
-    """Row b's whole token sequence: a decoder's inputs plus its last target; an encoder's
-    targets (its inputs with the answers filled in)."""
-    n_valid = int(batch.valid[b].sum())
-    if causal:
-        return np.append(batch.inputs[b][:n_valid], batch.targets[b][n_valid - 1])
-    return batch.targets[b][:n_valid]
 
 
 # -- flip-flop -------------------------------------------------------------------------------------
@@ -234,39 +190,13 @@ def test_local_count_refuses_bad_options():
     ids=lambda t: f"{t.name}{int(getattr(t, 'index_hints', 0))}",
 )
 def test_traced_lengths_padded_to_one_width_equal_the_eager_batch(task, causal):
-    @jax.jit
-    def traced(key, n):
-        return task.sample(key, 4, n, min_length=n, pad_to=80, causal=causal)
-
-    for n in (3, 7):
-        a = traced(jax.random.key(n), jnp.int32(n))
-        b = task.sample(jax.random.key(n), 4, n, min_length=n, pad_to=80, causal=causal)
-        for x, y in zip(a, b, strict=True):
-            assert (x is None) == (y is None)
-            if x is not None:
-                np.testing.assert_array_equal(x, y)
-        assert a.inputs.shape == (4, 80)
-        assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
-        assert (np.asarray(a.inputs)[~np.asarray(a.valid)] != task.blank).all()
+    check_traced_equals_eager(task, causal, pad_to=80)
 
 
 @pytest.mark.parametrize("name", ["local_count"])
 def test_traced_lengths_padded_to_one_width_equal_the_eager_batch_in_encoders(name):
     """The encoder form (test_tasks.py checks every task's decoder form)."""
-    task, causal = tasks.get(name), False
-
-    @jax.jit
-    def traced(key, n):
-        return task.sample(key, 4, n, min_length=n, pad_to=48, causal=causal)
-
-    for n in (3, 7):
-        a = traced(jax.random.key(n), jnp.int32(n))
-        b = task.sample(jax.random.key(n), 4, n, min_length=n, pad_to=48, causal=causal)
-        for x, y in zip(a, b, strict=True):
-            assert (x is None) == (y is None)
-            if x is not None:
-                np.testing.assert_array_equal(x, y)
-        assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
+    check_traced_equals_eager(tasks.get(name), False, pad_to=48)
 
 
 @pytest.mark.parametrize("name", ["flip_flop", "selective_copy", "counting", "local_count"])

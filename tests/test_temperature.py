@@ -4,23 +4,9 @@ against their references' formulas, and their errors."""
 import jax
 import numpy as np
 import pytest
+from encoding_inputs import DIMS, B, H, L, contiguous, qk
 
-from pe_research import encodings
 from pe_research.encodings import NAPE, Temperature
-
-DIMS = encodings.Dims(d_model=32, num_heads=4, head_dim=8)
-B, L, H, K = 2, 7, 4, 8
-
-
-def qk(seed=0, length=L, dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    q = rng.normal(size=(B, length, H, K)).astype(dtype)
-    k = rng.normal(size=(B, length, H, K)).astype(dtype)
-    return q, k
-
-
-def contiguous(length=L, start=0):
-    return np.broadcast_to(np.arange(start, start + length, dtype=np.int32), (B, length))
 
 
 def test_temperature_scales_queries_by_llama4s_formula():
