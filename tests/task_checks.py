@@ -74,3 +74,25 @@ def check_traced_equals_eager(task, causal, pad_to):
         assert a.inputs.shape == (4, pad_to)
         assert (np.asarray(a.valid).sum(axis=1) == task.seq_len(n, causal)).all()
         assert (np.asarray(a.inputs)[~np.asarray(a.valid)] != task.blank).all()
+
+
+def check_built_examples(name, data_dir):
+    """The tfds builder of task `name` stores what evaluation samples (coords included)."""
+    from pe_research import tasks
+    from pe_research.data import builders, catalog, loader
+
+    config = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
+    catalog.build(name, config, data_dir=data_dir)
+    eval_set = loader.EvalSet(f"tfds:pe_{name}/tiny", data_dir)
+    task = tasks.get(name)
+    for n, fresh in zip(config.lengths, builders._eval_batches(task, config), strict=True):
+        stored = eval_set.batch(n, config.per_length, fresh.inputs.shape[1])
+        valid = np.asarray(fresh.valid)
+        for field, a, b in zip(fresh._fields, fresh, stored, strict=True):
+            assert (a is None) == (b is None), field
+            if a is None:
+                continue
+            a = np.asarray(a)
+            if field == "inputs":  # beyond the sequence the built set holds PAD
+                a = np.where(valid, a, task.pad)
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")

@@ -4,6 +4,7 @@ once, the scored answers, the built evaluation set, and the errors."""
 import numpy as np
 import pytest
 from task_checks import (
+    check_built_examples,
     check_common,
     check_traced_equals_eager,
     full_sequence,
@@ -13,7 +14,6 @@ from task_checks import (
 
 from pe_research import tasks
 from pe_research.config import EvalConfig, RunConfig, TrainConfig
-from pe_research.data import builders, catalog, loader
 
 SEEDS = (0, 1)
 
@@ -67,18 +67,4 @@ def test_traced_lengths_padded_to_one_width_equal_the_eager_batch_in_encoders(na
 @pytest.mark.parametrize("name", ["mqar"])
 def test_built_examples_read_back_as_the_sampled_batches(tmp_path, name):
     """The tfds builder of each task stores what evaluation samples (coords included)."""
-    config = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
-    catalog.build(name, config, data_dir=tmp_path)
-    eval_set = loader.EvalSet(f"tfds:pe_{name}/tiny", tmp_path)
-    task = tasks.get(name)
-    for n, fresh in zip(config.lengths, builders._eval_batches(task, config), strict=True):
-        stored = eval_set.batch(n, config.per_length, fresh.inputs.shape[1])
-        valid = np.asarray(fresh.valid)
-        for field, a, b in zip(fresh._fields, fresh, stored, strict=True):
-            assert (a is None) == (b is None), field
-            if a is None:
-                continue
-            a = np.asarray(a)
-            if field == "inputs":  # beyond the sequence the built set holds PAD
-                a = np.where(valid, a, task.pad)
-            np.testing.assert_array_equal(a, b, err_msg=f"{name} {field} at length {n}")
+    check_built_examples(name, tmp_path)
