@@ -1,35 +1,17 @@
 """M-RoPE (multimodal RoPE, Qwen2-VL) and its interleaved variants: RoPE on text, the per-axis
 difference formula, the pair-to-axis assignments, and the errors that name the numbers."""
 
-import dataclasses
 import json
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from rotary_inputs import B, H, L, arange_pos, check_bf16_and_jit, qk, scores
 
 from pe_research import encodings
 from pe_research.encodings.base import Dims
 from pe_research.encodings.mrope import MRoPE, axis_of_pairs, default_sections
 from pe_research.encodings.rotary import RoPE
-
-B, L, H, K = 2, 6, 2, 12
-
-
-def qk(seed=0, k_dim=K, length=L):
-    rng = np.random.default_rng(seed)
-    q, k = rng.standard_normal((2, B, length, H, k_dim), dtype=np.float32)
-    return jnp.asarray(q), jnp.asarray(k)
-
-
-def scores(enc, q, k, qpos, kpos):
-    q, k = enc.rotate({}, q, k, qpos, kpos)
-    return jnp.einsum("BLHK,BMHK->BHLM", q, k)
-
-
-def arange_pos(offset=0, length=L):
-    return jnp.broadcast_to(jnp.arange(length)[None] + offset, (B, length))
 
 
 def grid3(seed=1, length=L, high=40):
@@ -161,11 +143,4 @@ def test_mrope_round_trips_config_json_and_is_hashable():
 
 @pytest.mark.parametrize("enc,pos", [(MRoPE(assignment="time_low"), grid3())], ids=["mrope"])
 def test_bf16_in_bf16_out_and_jit_equals_eager(enc, pos):
-    q, k = qk()
-    bq, bk = enc.rotate({}, q.astype(jnp.bfloat16), k.astype(jnp.bfloat16), pos, pos)
-    assert bq.dtype == bk.dtype == jnp.bfloat16 and bq.shape == q.shape
-    eager = enc.rotate({}, q, k, pos, pos)
-    jitted = jax.jit(enc.rotate)({}, q, k, pos, pos)
-    for a, b in zip(eager, jitted, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    assert hash(enc) == hash(dataclasses.replace(enc))
+    check_bf16_and_jit(enc, pos)

@@ -1,7 +1,6 @@
 """RoPE's longrope scaling against the LongRoPE reference formula, and the `rope_scaling` /
 `rope_parameters` names (Hugging Face configs) of RoPE's scaling."""
 
-import dataclasses
 import json
 import math
 
@@ -9,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from rotary_inputs import check_bf16_and_jit
 
 from pe_research import encodings
 from pe_research.encodings.base import Dims
@@ -178,11 +178,4 @@ def test_rope_parameters_errors():
 
 @pytest.mark.parametrize("enc,pos", [(RoPE(scaling=longrope()), arange_pos(3))], ids=["longrope"])
 def test_bf16_in_bf16_out_and_jit_equals_eager(enc, pos):
-    q, k = qk()
-    bq, bk = enc.rotate({}, q.astype(jnp.bfloat16), k.astype(jnp.bfloat16), pos, pos)
-    assert bq.dtype == bk.dtype == jnp.bfloat16 and bq.shape == q.shape
-    eager = enc.rotate({}, q, k, pos, pos)
-    jitted = jax.jit(enc.rotate)({}, q, k, pos, pos)
-    for a, b in zip(eager, jitted, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    assert hash(enc) == hash(dataclasses.replace(enc))
+    check_bf16_and_jit(enc, pos)
