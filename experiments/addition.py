@@ -167,8 +167,8 @@ PROTOCOL = Protocol(
             f"{REPO} scripts/addition/eval_coupling.sh (best=True, False)",
             **{s: "the last step (stopped early once fit where train.stop_when_fit is on)"
                for s in SCALES},
-            why="a run keeps its last state; choosing the best of several checkpoints is not "
-            "implemented"),
+            why="the runs stop at their first fit, as every fit experiment here; "
+            "train.select_best would keep the best validation check instead (unused here)"),
         row("data", "format",
             "`[BOS] a + b = c [EOS]`: operands most significant digit first and zero-padded to "
             "one length, the sum reversed and padded to n + 1 digits; loss on the sum and EOS",

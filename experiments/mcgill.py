@@ -11,7 +11,8 @@ numbers recomputed from its released runs (PAPER_EXACT_MATCH) and the mean recip
     pe-research sweep mcgill --scale gpu     # 6 layers, d_model 256, T5's dropout
     pe-research sweep mcgill --scale paper   # T5-base and their trainer; prints its cost
 
-Cost: cpu, about 2 h 20 min on 2 CPU cores (reverse, with its 8,000-step cap, the most); gpu,
+Cost: cpu, about 3 h on 2 CPU cores, every run to its budget (2,000 steps; reverse 8,000, the
+most), estimated from mcgill_ablations' best-of-budget groups (9 min per 3 seeds); gpu,
 count_copy's 21 runs about 7 min on one H200; paper, 2.2e18 FLOPs, at least 3.7 h on one H200.
 Results: docs/results/mcgill/summary.md (gpu: docs/results/mcgill-gpu/summary.md) and
 docs/reproductions.md. Why the cpu scale ties T5's head but runs no dropout, and reverse's cap:
@@ -222,7 +223,9 @@ PROTOCOL = Protocol(
                "and a separator of 4 (task options prefix 2, separator 4), one token per symbol; "
                "loss on the answer and END" for s in SCALES},
             why="T5's tokenizer is not available here: the instruction and the separator are "
-            "tokens of their own, as many as the pieces we count for \"Copy:\" and \"[SEP]\""),
+            "tokens of their own, as many as the pieces we count for \"Copy:\" and \"[SEP]\". "
+            "Not neutral: without the instruction every position of a count_copy prompt looks "
+            "the same to a relative encoding (docs/notes/t5-count-copy.md)"),
         row("data", "training set",
             "a fixed set of 100,000 sequences, about 26 epochs",
             f"{RESULTS}: sum__num_train_samples, sum__train/epoch",
