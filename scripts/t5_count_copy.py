@@ -134,7 +134,8 @@ def with_rows(params_S, untrained: list[int], source: int | None):
 def sweep_runs(sweep: Path, kinds=("t5",)) -> dict[str, list[Path]]:
     """The finished count_copy runs of a mcgill sweep folder with a T5 bias (or any encoding
     named in kinds), grouped by their config less the seed (ours and the paper's form, one table
-    for all layers), each group named by its first run's folder."""
+    for all layers), each group named by its encoding folder (by its first run's folder where
+    several groups share one)."""
     try:
         found = runs.find_runs([sweep])
     except (FileNotFoundError, ValueError) as e:
@@ -150,7 +151,10 @@ def sweep_runs(sweep: Path, kinds=("t5",)) -> dict[str, list[Path]]:
             "mcgill --tasks count_copy` first (it writes runs/mcgill), or leave out --from-sweep "
             "to train here."
         )
-    return {str(dirs[0].relative_to(sweep)): dirs for dirs in groups.values()}
+    names = [dirs[0].parent.name for dirs in groups.values()]
+    if len(set(names)) < len(names):  # several configs in one encoding folder (an ablation)
+        names = [str(dirs[0].relative_to(sweep)) for dirs in groups.values()]
+    return dict(zip(names, groups.values(), strict=True))
 
 
 def last_trained(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, object, str]:

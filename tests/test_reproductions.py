@@ -403,6 +403,15 @@ def test_t5_count_copy_dissects_a_sweeps_own_runs(tmp_path, monkeypatch, capsys)
     assert np.array_equal(clamped[:, 9:17], np.repeat(table[:, 8:9], 8, axis=1))
     assert np.array_equal(zeroed[:, 17:], table[:, 17:])
 
+    # Without an instruction every prompt position of count_copy gives the same output under a
+    # relative bias; instruction tokens before the prompt make them differ.
+    graphdef, _ = train.init_state(cfg, train.keys_from_seed(0))
+    assert max(script.prompt_spread(cfg, graphdef, params_S, (4, 8)).values()) < 1e-5
+    prefixed = dataclasses.replace(cfg, task=tasks.get("count_copy", alphabet=8, prefix=2))
+    graphdef, state = train.init_state(prefixed, train.keys_from_seed(0))
+    fresh_S = jax.tree.map(lambda x: x[None], state.params)
+    assert min(script.prompt_spread(prefixed, graphdef, fresh_S, (4, 8)).values()) > 1e-3
+
 
 def test_answer_positions_split_a_runs_own_token_accuracy_by_answer_position(
     tmp_path, monkeypatch, capsys
