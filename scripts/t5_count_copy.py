@@ -45,7 +45,7 @@ from pe_research.encodings.bias import t5_relative_bucket
 from pe_research.essay import analysis
 from pe_research.sweeps.experiments import FIT_MODEL, FIT_TRAIN
 from pe_research.tasks import bucket
-from pe_research.training import checkpoints, evaluate
+from pe_research.training import checkpoints, evaluate, selection
 
 LENGTHS = (20, 24, 28, 32, 36, 40)
 
@@ -164,9 +164,10 @@ def last_trained(run_dir: Path, cfg: RunConfig) -> tuple[nnx.GraphDef, object, s
         return analysis.trained_model(run_dir, cfg)
     keys = train.keys_from_seed(cfg.seed)
     graphdef, state = train.init_state(cfg, keys)
-    best = {"params": state.params, "exact_match": np.float32(0), "step": np.int32(0)}
     found = checkpoints.restore_latest(
-        [run_dir], [(state, best)], [{"data": keys.data, "positions": keys.positions}]
+        [run_dir],
+        [(state, selection.initial_one(state.params))],
+        [{"data": keys.data, "positions": keys.positions}],
     )
     if found is None:
         raise SystemExit(f"{run_dir} has no readable checkpoint.")

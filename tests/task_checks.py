@@ -7,6 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pe_research import tasks
+from pe_research.data import builders, catalog, loader
+
 
 @functools.cache
 def compiled_sampler(task, batch_size, length, causal):
@@ -78,9 +81,6 @@ def check_traced_equals_eager(task, causal, pad_to):
 
 def check_built_examples(name, data_dir):
     """The tfds builder of task `name` stores what evaluation samples (coords included)."""
-    from pe_research import tasks
-    from pe_research.data import builders, catalog, loader
-
     config = builders.TaskConfig(name="tiny", lengths=(3, 5), per_length=4)
     catalog.build(name, config, data_dir=data_dir)
     eval_set = loader.EvalSet(f"tfds:pe_{name}/tiny", data_dir)

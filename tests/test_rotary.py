@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import rotary_inputs
+from rotary_inputs import B, H, L, arange_pos, scores
 
 from pe_research.encodings.base import Dims
 from pe_research.encodings.rotary import (
@@ -19,23 +21,11 @@ from pe_research.encodings.rotary import (
     rope_frequencies,
 )
 
-B, L, H, K = 2, 6, 2, 8
+K = 8
 
 
 def qk(seed=0, k_dim=K, length=L):
-    # numpy draws: eager jax.random would compile a handful of kernels per new shape.
-    rng = np.random.default_rng(seed)
-    q, k = rng.standard_normal((2, B, length, H, k_dim), dtype=np.float32)
-    return jnp.asarray(q), jnp.asarray(k)
-
-
-def scores(enc, q, k, qpos, kpos):
-    q, k = enc.rotate({}, q, k, qpos, kpos)
-    return jnp.einsum("BLHK,BMHK->BHLM", q, k)
-
-
-def arange_pos(offset=0, length=L):
-    return jnp.broadcast_to(jnp.arange(length)[None] + offset, (B, length))
+    return rotary_inputs.qk(seed, k_dim, length)
 
 
 # -- RoPE -----------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def test_a_run_is_evaluated_at_its_best_check_and_resumes_selecting_the_same(tmp
     assert f"step {best['step']}" in source
     keys = train.keys_from_seed(BASE.seed)
     _, like = train.init_state(BASE, keys)
-    carried = (like, {"params": like.params, "exact_match": np.float32(0), "step": np.int32(0)})
+    carried = (like, selection.initial_one(like.params))
     at_best, _ = checkpoints.restore(whole, best["step"], carried, {"data": keys.data,
                                      "positions": keys.positions})  # fmt: skip
     for a, b in zip(jax.tree.leaves(loaded), jax.tree.leaves(at_best.params), strict=True):

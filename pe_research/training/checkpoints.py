@@ -25,6 +25,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from pe_research import runs
+from pe_research.training import selection
 
 DIR = runs.CHECKPOINTS
 KEEP = 3
@@ -176,10 +177,7 @@ def load_params(
     """(parameters, step) of the model a run evaluates, from its newest readable checkpoint (its
     final one once it is done): the checkpoint's own parameters and step, or with select_best
     (train.select_best) the best parameters its checkpoints carry and the step they came from."""
-    like = like_state
-    if select_best:  # one model's slice of selection.initial
-        best = {"params": like_state.params, "exact_match": np.float32(0), "step": np.int32(0)}
-        like = (like_state, best)
+    like = (like_state, selection.initial_one(like_state.params)) if select_best else like_state
     found = restore_latest([Path(run_dir)], [like], [keys])
     if found is None:
         raise FileNotFoundError(f"{run_dir} has no readable checkpoint in {DIR}/.")

@@ -27,6 +27,12 @@ def initial(params_S: Any) -> dict[str, Any]:
     }
 
 
+def initial_one(params: Any) -> dict[str, Any]:
+    """One model's slice of `initial` (unstacked parameters): the shape a run's checkpoints hold
+    beside its training state."""
+    return {"params": params, "exact_match": jnp.float32(-1.0), "step": jnp.int32(0)}
+
+
 @jax.jit
 def _keep_better(best: dict[str, Any], params_S: Any, score_S: jax.Array, step: jax.Array):
     better_S = score_S > best["exact_match"]  # ties keep the earlier check
