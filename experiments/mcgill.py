@@ -13,8 +13,8 @@ numbers recomputed from its released runs (PAPER_EXACT_MATCH) and the mean recip
 
 Cost: cpu, about 3 h on 2 CPU cores, every run to its budget (2,000 steps; reverse 8,000, the
 most), estimated from the rate of mcgill_ablations' best-of-budget groups with a core each
-(about 9 min per 3 seeds); gpu, count_copy's 21 runs about 7 min on one H200 (measured when
-runs stopped at their first fit); paper, 2.2e18 FLOPs, at least 3.7 h on one H200.
+(about 9 min per 3 seeds); gpu, count_copy's 21 runs about 7 min on one H200 to their first
+fit (more to the budget); paper, 2.2e18 FLOPs, at least 3.7 h on one H200.
 Results: docs/results/mcgill/summary.md (gpu: docs/results/mcgill-gpu/summary.md) and
 docs/reproductions.md. Why the cpu scale ties T5's head but runs no dropout, and reverse's cap:
 docs/notes/mcgill-cpu-scale.md; why T5 fails count_copy here: docs/notes/t5-count-copy.md.

@@ -10,10 +10,9 @@ Kazemnejad et al. 2023 (https://arxiv.org/abs/2305.19466); protocol: experiments
 
     pe-research sweep mcgill_ablations --workers 2 --results docs/results/mcgill_ablations
 
-Cost: cpu, 66 runs in 22 trainings; 48 of them took 1 h 52 min on 2 CPU cores (two workers
-and a third process for the 8,000-step group, beside other work): a group of 3 seeds 8-16 min,
-the 8,000-step group 77 min. Results: docs/results/mcgill_ablations/summary.md; what they show:
-docs/notes/t5-count-copy.md.
+Cost: cpu, 66 runs in 22 trainings, about 3 h on 2 CPU cores with two workers: a group of 3
+seeds 8-16 min, the 8,000-step group 77 min. Results: docs/results/mcgill_ablations/summary.md;
+what they show: docs/notes/t5-count-copy.md.
 """
 
 import dataclasses
@@ -26,9 +25,9 @@ from pe_research.sweeps.experiments import FIT_TRAIN
 
 BASE = mcgill.SCALES["cpu"]
 TASK = tasks.get("count_copy", alphabet=100)
-"""count_copy as mcgill ran it before it took the paper's instance format: no instruction, SEP."""
+"""count_copy without the paper's instance format: no instruction, a separator of one SEP."""
 FIRST_FIT = dataclasses.replace(FIT_TRAIN, train_length=mcgill.TRAIN_LENGTH)
-"""mcgill's cpu training before it took the paper's checkpoint selection: until exact match at 20
+"""Training to the first fit instead of the paper's checkpoint selection: until exact match at 20
 is >= .95 (checked every 100 steps), within 2,000 steps."""
 ENCODINGS = {
     "t5": mcgill.PAPER_ENCODINGS["t5"],
@@ -136,7 +135,6 @@ def sections(rows: list[dict]) -> str:
     return (
         "## The ablations\n\nExact match on count_copy over lengths 21-40 (trained on 1-20), "
         "mean ± std over seeds (fit seeds / seeds); each variant undoes one difference from the "
-        "paper in mcgill's earlier cpu protocol (VARIANTS); -: not in the grid (ONLY).\n\n"
-        + "\n".join(table)
-        + "\n"
+        "paper in the first-fit protocol without an instruction (VARIANTS); -: not in the grid "
+        "(ONLY).\n\n" + "\n".join(table) + "\n"
     )
