@@ -199,6 +199,11 @@ class TrainConfig:
     it would alone. Each seed's fit step goes to its fit.jsonl and to results.csv."""
     fit_check_every: int = 50
     """Steps between the fit checks of stop_when_fit (a multiple of steps_per_dispatch)."""
+    stop_threshold: float | None = None
+    """stop_when_fit stops a run at its first check with exact match at least this (None:
+    fit_threshold). Above fit_threshold it trains a run on past the fit until it has that margin
+    over the threshold, so that a fitted run does not sit at fit_threshold +- one sequence; the
+    fit verdict and fit step are still read against fit_threshold."""
     select_best: bool = False
     """Train to `steps` and keep the parameters of the best validation check: every
     `select_every` steps (and at the last), exact match on the held-out sequences of
@@ -254,6 +259,12 @@ class TrainConfig:
             raise ValueError(
                 f"fit_threshold={self.fit_threshold} is outside (0, 1]: it is an exact-match "
                 "fraction; set --train.fit-threshold to a number in (0, 1], for example 0.95."
+            )
+        if self.stop_threshold is not None and not (self.fit_threshold <= self.stop_threshold <= 1):
+            raise ValueError(
+                f"stop_threshold={self.stop_threshold} is outside [fit_threshold, 1] = "
+                f"[{self.fit_threshold:g}, 1]: a run stops once it is fit or later; set "
+                "--train.stop-threshold in that range, or leave it unset to stop at the fit."
             )
         if self.select_best and self.stop_when_fit:
             raise ValueError(

@@ -77,6 +77,23 @@ def test_an_unfit_run_trains_to_the_cap_and_is_marked_unfit(tmp_path, fit_run):
     assert int(fitted["fit_step"]) == runs.read_jsonl(fit_run / runs.FIT)[-1]["step"]
 
 
+def test_a_stop_threshold_trains_past_the_fit_until_the_margin(tmp_path, fit_run):
+    """With stop_threshold above fit_threshold a run trains on past its first fit check until a
+    check reaches the stop threshold; its verdict and fit step still read fit_threshold."""
+    first_fit = runs.read_jsonl(fit_run / runs.FIT)[-1]
+    assert first_fit["exact_match"] < 1.0, "pick a task the check finds fit below 1.0"
+    run = tmp_path / "margin"
+    train.train(with_train(BASE, stop_threshold=1.0), run, progress=False)
+    checks = runs.read_jsonl(run / runs.FIT)
+    stop = checks[-1]["step"]
+    assert checks[-1]["exact_match"] == 1.0 and stop > first_fit["step"]
+    assert all(c["exact_match"] < 1.0 for c in checks[:-1])
+    assert runs.read_jsonl(run / runs.METRICS)[-1]["step"] == stop
+    (row, _) = runs.eval_rows([run])
+    assert row["fit"] is True and row["fit_step"] == first_fit["step"] < stop
+    assert row["fit_exact_match"] == 1.0
+
+
 def test_without_stop_when_fit_a_run_still_gets_a_verdict_and_no_checks(tmp_path):
     run = tmp_path / "plain"
     train.train(with_train(BASE, steps=20, stop_when_fit=False), run, progress=False)
@@ -208,6 +225,7 @@ def test_plots_draw_unfit_runs_faded_and_dashed():
         (dict(fit_threshold=0.0), "fit_threshold=0.0 is outside"),
         (dict(fit_threshold=1.5), "--train.fit-threshold"),
         (dict(fit_check_every=0), "--train.fit-check-every"),
+        (dict(stop_threshold=0.9), "stop_threshold=0.9 is outside"),
         (dict(fit_check_every=30, steps_per_dispatch=20, log_every=20, steps=400),
          "multiple of steps_per_dispatch=20"),
     ],

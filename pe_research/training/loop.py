@@ -126,6 +126,7 @@ def train_group(
         log_every=cfg.train.log_every,
         learning_rate=[c.train.learning_rate for c in cfgs],
         fit_threshold=cfg.train.fit_threshold if cfg.train.stop_when_fit else None,
+        stop_threshold=cfg.train.stop_threshold,
         select=best is not None,
         sink=None if wandb is None else LiveRuns(wandb, run_dirs, cfgs),
     )

@@ -47,6 +47,7 @@ class RunLog:
         log_every: int,
         learning_rate: float | list[float],
         fit_threshold: float | None = None,
+        stop_threshold: float | None = None,
         select: bool = False,
         sink: LiveRuns | None = None,
     ):
@@ -60,14 +61,19 @@ class RunLog:
         self._files = [_open_rows(d / runs.METRICS, start) for d in run_dirs]
         # fit.jsonl, one row per fit check, when training stops once fit (None: no checks).
         self.fit_threshold = fit_threshold
+        self.stop_threshold = fit_threshold if stop_threshold is None else stop_threshold
         self._fit_files = (
             [] if fit_threshold is None else [_open_rows(d / runs.FIT, start) for d in run_dirs]
         )
-        # run -> the step of its first fit check that found it fit (read back on resume).
+        # run -> the step of its first fit check at or above the stop threshold, where it
+        # stopped training (read back on resume).
         self.fit_at: dict[int, int] = {}
         if fit_threshold is not None:
             for r, d in enumerate(run_dirs):
-                first = next((c["step"] for c in runs.read_jsonl(d / runs.FIT) if c["fit"]), None)
+                checks = runs.read_jsonl(d / runs.FIT)
+                first = next(
+                    (c["step"] for c in checks if c["exact_match"] >= self.stop_threshold), None
+                )
                 if first is not None:
                     self.fit_at[r] = first
         # select.jsonl, one row per validation check (train.select_best).
@@ -136,12 +142,13 @@ class RunLog:
     def write_fit(self, step: int, exact_match_S: Any, seconds: float) -> bool:
         """Append a fit-check row (step, exact match at the training length, whether it is fit,
         the check's seconds) to the fit.jsonl of each run still training, and record the runs
-        found fit; returns `all_fit`."""
+        that reached the stop threshold (the fit threshold unless set higher); returns
+        `all_fit`."""
         for r in self.training(step):
             em = float(exact_match_S[self.model_of[r]])
             row = {"step": step, "exact_match": em, "fit": em >= self.fit_threshold}
             self._append(r, {**row, "check_s": round(seconds, 4)}, self._fit_files, runs.FIT)
-            if row["fit"]:
+            if em >= self.stop_threshold:
                 self.fit_at[r] = step
         return self.all_fit()
 
