@@ -402,12 +402,16 @@ def report(
     """Write every generated page from the results tables: RESULTS/*/summary.md and figures (one
     per folder holding results.parquet), DOCS/reproductions.md with each paper's figure beside
     ours, and the results block of README (between `<!-- results: begin -->` and `<!-- results:
-    end -->`). Nothing is typed: the same tables give the same pages. --check writes nothing and
-    fails (exit 1) naming each page that differs from what the tables give.
+    end -->`). Nothing is typed: the same tables give the same pages. A table whose runs span
+    several commits of the code is not published: its page names the commits and how to rerun it
+    at one (the report says which on stderr). --check writes nothing and fails (exit 1) naming
+    each page that differs from what the tables give.
     """
     from pe_research.sweeps import report as report_lib
 
     readme = readme if readme is None or readme.exists() else None
+    for line in report_lib.refusals(results):
+        print(line, file=sys.stderr)
     if check:
         differences = report_lib.check(results, docs, readme)
         for line in differences:

@@ -360,3 +360,10 @@ def code_versions(frame: pd.DataFrame) -> list[str]:
     """The code versions of a table's runs, most runs first."""
     per_run = frame.drop_duplicates("run")["code"]
     return list(per_run.value_counts().index)
+
+
+def commits(frame: pd.DataFrame) -> list[tuple[str, int]]:
+    """(git commit, runs) of a table's runs, most runs first, then by commit ("unknown" for runs
+    made outside a git checkout)."""
+    per_run = frame.drop_duplicates("run")["commit"].fillna("unknown")
+    return sorted(per_run.value_counts().items(), key=lambda item: (-item[1], item[0]))

@@ -159,6 +159,34 @@ def test_the_pages_leave_out_runs_of_configurations_the_experiment_no_longer_def
     assert "| copy | rope     | 0.50  | not run" in reproductions
 
 
+def test_a_table_whose_runs_span_two_commits_is_refused_naming_both(project, capsys):
+    write(project)
+    folder = project / "docs/results/tiny"
+    assert list(folder.glob("*.png"))
+    tables = results.read(folder)
+    frame = tables.results
+    (here,) = set(frame["commit"])
+    older = "0123456789abcdef0123456789abcdef01234567"
+    frame.loc[frame["encoding"] == "nope", "commit"] = older
+    results.write(folder, results.Tables(frame, tables.curves))
+
+    cli.main(["report"])
+    err = capsys.readouterr().err
+    page = (folder / "summary.md").read_text()
+    named = ["span 2 commits of the code", f"{here[:12]} (2 runs)", f"{older[:12]} (2 runs)"]
+    for text in (err, page, (project / "docs" / report.REPRODUCTIONS).read_text()):
+        assert all(n in text for n in named) and "docs/results/tiny-rerun" in text
+    assert "| copy" not in page and not list(folder.glob("*.png")), "no number, no figure"
+    assert re.search(r"\| cpu +\| 4 +\| not published: 2 commits \|",
+                     (project / "README.md").read_text())  # fmt: skip
+    cli.main(["report", "--check"])  # the refusal is the page the tables give
+
+    frame["commit"] = here  # one commit again: the page is back
+    results.write(folder, results.Tables(frame, tables.curves))
+    write(project)
+    assert "- Runs: 4 (2 of 4 with a fit verdict fit)" in (folder / "summary.md").read_text()
+
+
 def test_without_tables_the_report_says_how_to_make_them(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="No results tables under .*--results"):

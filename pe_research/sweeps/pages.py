@@ -45,17 +45,32 @@ class Sweep:
     def rows(self) -> list[dict[str, Any]]:
         return results.as_rows(self.tables.results)
 
+    @functools.cached_property
+    def refused(self) -> str | None:
+        """Why this sweep's numbers are not published (its runs span several commits of the
+        code, so two of its numbers cannot be compared), or None."""
+        return mixed_commits(self)
+
     @property
     def metric(self) -> str:
         return getattr(self.module, "METRIC", metrics.DEFAULT_METRIC)
 
     @property
-    def command(self) -> str:
-        """The command that resumes this sweep, run from the current folder."""
-        scale = "" if self.scale == "cpu" else f" --scale {self.scale}"
+    def folder_shown(self) -> str:
+        """The results folder as commands name it: relative to the current folder if inside."""
         folder = self.folder.absolute()
         shown = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
-        return f"pe-research sweep {self.experiment}{scale} --results {shown.as_posix()}"
+        return shown.as_posix()
+
+    @property
+    def command(self) -> str:
+        """The command that resumes this sweep, run from the current folder."""
+        return self.command_into(self.folder_shown)
+
+    def command_into(self, folder: str) -> str:
+        """The command that runs this sweep's experiment into the results folder `folder`."""
+        scale = "" if self.scale == "cpu" else f" --scale {self.scale}"
+        return f"pe-research sweep {self.experiment}{scale} --results {folder}"
 
 
 def read_sweep(
@@ -84,6 +99,21 @@ def read_sweep(
     return Sweep(folder, name, scale, module, current, len(ids), len(tables.run_ids - set(ids)))
 
 
+def mixed_commits(sweep: Sweep) -> str | None:
+    """None if the sweep's runs come from one commit of the code; else why its page is refused,
+    naming every commit with its runs and how to make the table whole."""
+    found = results.commits(sweep.tables.results)
+    if len(found) < 2:
+        return None
+    named = ", ".join(f"{commit[:12]} ({n} run{'s' * (n != 1)})" for commit, n in found)
+    return (
+        f"its {sum(n for _, n in found)} runs span {len(found)} commits of the code: {named}. "
+        "Numbers of two commits cannot be compared; rerun the table at one commit "
+        f"(`{sweep.command_into(sweep.folder_shown + '-rerun')}`, then replace this folder "
+        "with that one)."
+    )
+
+
 def _scale_arg(module: ModuleType, scale: str) -> str | None:
     """The `scale` to pass to runs(): None for an experiment whose runs() takes none."""
     takes = "scale" in inspect.signature(module.runs).parameters
@@ -104,6 +134,8 @@ def provenance(sweep: Sweep) -> list[str]:
             f"- Left out: {sweep.others} run{'s' * (sweep.others != 1)} in the table of "
             "configurations the experiment no longer defines.",
         ]
+    if sweep.refused:
+        return [f"- Not published: {sweep.refused}"]
     fit, judged = summary.fit_count(sweep.rows)
     days = sorted(str(d)[:10] for d in per_run["finished"].dropna())
     when = "unknown" if not days else days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
@@ -142,7 +174,9 @@ def question(module: ModuleType | None) -> str:
 def figures(sweep: Sweep) -> dict[str, Figure]:
     """The sweep's figures by file stem: line plot and heatmap of its metric, steps to fit (the
     page shows them; `pe-research plot` draws any other), and the experiment's own
-    (`figures(rows)`, which its `sections` show)."""
+    (`figures(rows)`, which its `sections` show); none for a refused sweep."""
+    if sweep.refused:
+        return {}
     out = plotting.figures(sweep.rows, [sweep.metric])
     if sweep.module is not None and hasattr(sweep.module, "figures"):
         out.update(sweep.module.figures(sweep.rows))
@@ -154,10 +188,10 @@ def sweep_page(sweep: Sweep) -> str:
     paper beside it (reproductions), steps to fit, failed runs, the per-length table and the
     experiment's own sections."""
     rows, metric, module = sweep.rows, sweep.metric, sweep.module
-    figure_names = [f"{stem}.png" for stem in plotting.figure_stems(rows, [metric])]
-    if not rows:
+    if not rows or sweep.refused:
         title = f"# `{sweep.experiment}`" + ("" if sweep.scale == "cpu" else f", `{sweep.scale}`")
         return "\n".join([GENERATED, "", title, "", *provenance(sweep)]) + "\n"
+    figure_names = [f"{stem}.png" for stem in plotting.figure_stems(rows, [metric])]
     title = f"# `{sweep.experiment}`" + ("" if sweep.scale == "cpu" else f", `{sweep.scale}` scale")
     lines = [GENERATED, "", title, ""]
     if text := question(module):
@@ -178,7 +212,7 @@ def sweep_page(sweep: Sweep) -> str:
             "",
             "The first fit check (every train.fit_check_every steps) at which each seed's exact "
             "match at the training length reached the threshold; each seed stopped training "
-            "there.",
+            "there, or at its first check at train.stop_threshold where that is set higher.",
             "",
             efficiency,
         ]

@@ -89,7 +89,7 @@ def reproductions_page(
         lines += [f"## {module.PROTOCOL.paper}", ""]
         lines += [f"`{sweep.experiment}`, `{sweep.scale}` scale: [its page]({table}).", ""]
         lines += [*pages.provenance(sweep), ""]
-        if not rows:
+        if not rows or sweep.refused:
             lines += [module.PROTOCOL.markdown(ran=sweep.scale), ""]
             continue
         if hasattr(module, "headline"):
@@ -120,7 +120,9 @@ def readme_block(sweeps: list[Sweep], readme_dir: Path) -> str:
     task, and one line per reproduction, each linking to its page."""
     by_name = {(s.experiment, s.scale): s for s in sweeps}
     parts = [f"{README_BEGIN}\n{pages.GENERATED}"]
-    if (main := by_name.get((MAIN_JOB, "cpu"))) is not None:
+    if (main := by_name.get((MAIN_JOB, "cpu"))) is not None and main.refused:
+        parts.append(f"### The main job\n\nNot published: {main.refused}")
+    elif main is not None:
         page = _relative(main.folder / pages.PAGE, readme_dir)
         parts.append(
             f"### The main job\n\n{main.metric} at 2x / 8x the training length, mean over the "
@@ -128,7 +130,9 @@ def readme_block(sweeps: list[Sweep], readme_dir: Path) -> str:
             f"training length):\n\n{summary.glance_table(main.rows, main.metric)}\n\n"
             f"{_short_provenance(main)} Tables and figures: [{page}]({page})."
         )
-    if (board := by_name.get((LEADERBOARD, "cpu"))) is not None:
+    if (board := by_name.get((LEADERBOARD, "cpu"))) is not None and board.refused:
+        parts.append(f"### Every encoding on every task\n\nNot published: {board.refused}")
+    elif board is not None:
         page = _relative(board.folder / pages.PAGE, readme_dir)
         parts.append(
             "### Every encoding on every task\n\n"
@@ -142,8 +146,9 @@ def readme_block(sweeps: list[Sweep], readme_dir: Path) -> str:
             table = _relative(s.folder / pages.PAGE, readme_dir)
             ran = len(s.tables.run_ids)
             runs_text = f"{ran}" if s.defined in (None, ran) else f"{ran} of {s.defined}"
+            fit_text = _refused_short(s) or str(fit)
             body.append([_cited(s.module.PROTOCOL.paper), f"[`{s.experiment}`]({table})",
-                         s.scale, runs_text, str(fit)])  # fmt: skip
+                         s.scale, runs_text, fit_text])  # fmt: skip
         header = ["paper", "experiment", "scale", "runs", "fit"]
         page = _relative(Path(reproduced[0].folder).parents[1] / REPRODUCTIONS, readme_dir)
         parts.append(
@@ -159,6 +164,13 @@ def _cited(paper: str) -> str:
     who = paper.split(",")[0]
     found = re.search(r"arXiv (\d{4}\.\d{4,5})", paper)
     return f"[{who}](https://arxiv.org/abs/{found[1]})" if found else who
+
+
+def _refused_short(sweep: Sweep) -> str:
+    """'' for a published sweep; else a cell saying it is not, and why in a few words."""
+    if not sweep.refused:
+        return ""
+    return f"not published: {len(results.commits(sweep.tables.results))} commits"
 
 
 def _short_provenance(sweep: Sweep) -> str:
@@ -182,7 +194,8 @@ def results_index(sweeps: list[Sweep], docs: Path) -> str:
         page = _relative(s.folder / pages.PAGE, docs)
         ran = len(s.tables.run_ids)
         runs_text = f"{ran}" if s.defined in (None, ran) else f"{ran} of {s.defined}"
-        body.append([f"`{s.experiment}`", s.scale, runs_text, f"{fit} of {judged}",
+        fit_text = _refused_short(s) or f"{fit} of {judged}"
+        body.append([f"`{s.experiment}`", s.scale, runs_text, fit_text,
                      f"[{page}]({page})"])  # fmt: skip
     swept = {s.experiment for s in sweeps}
     for name in experiments.names():
@@ -253,6 +266,11 @@ def write(
         path.parent.mkdir(parents=True, exist_ok=True)
         runs.write_atomic(path, text)
     return [*texts, *figures]
+
+
+def refusals(root: Path = Path("docs/results")) -> list[str]:
+    """One line per sweep under `root` whose page is refused, and why."""
+    return [f"{s.folder}: not published: {s.refused}" for s in read_sweeps(root) if s.refused]
 
 
 def check(
