@@ -44,6 +44,6 @@ def test_an_installed_copy_finds_the_experiments_by_name_from_an_empty_folder(tm
     assert where.stdout.strip().startswith(str(site)), where.stderr
     swept = run("-m", "pe_research.cli", "sweep", "default", "--tables-only")
     assert swept.returncode == 0, swept.stderr
-    assert "No run of the 15 is finished yet" in swept.stdout
+    assert "No run of the 10 is finished yet" in swept.stdout
     unknown = run("-m", "pe_research.cli", "sweep", "defualt")
     assert unknown.returncode == 2 and "Known experiments: addition, " in unknown.stderr
