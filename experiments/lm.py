@@ -11,7 +11,7 @@ held out; PE_RESEARCH_CORPUS names another file); nothing is downloaded. Write i
 
 The paper's protocol beside ours is PROTOCOL below; the generated page shows it.
 
-    pe-research sweep lm                 # cpu: 30 runs in 6 trainings, about 22 min on 2 cores
+    pe-research sweep lm                 # cpu: 30 runs in 6 trainings, about 10 min on 2 cores
     pe-research sweep lm --scale gpu     # 6 layers, d_model 384, 10,000 steps at 256 bytes
 
 Results: docs/results/lm/summary.md and docs/reproductions.md.
