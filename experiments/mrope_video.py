@@ -11,7 +11,7 @@ recipe (FIT_MODEL, FIT_TRAIN) on 1-4 frames, evaluated at 4-16 frames, 3 seeds.
     pe-research sweep mrope_video --workers 2
     pe-research sweep mrope_video --scale gpu
 
-Cost: cpu, 12 runs in 4 trainings, about 22 min on 2 CPU cores.
+Cost: cpu, 12 runs in 4 trainings, about 20 min on 2 CPU cores.
 Results: docs/results/mrope_video/summary.md. Why the layouts differ:
 docs/notes/rotary-frequencies.md.
 """
