@@ -3,8 +3,9 @@
     python scripts/search_recipes.py                      # every recipe on all 15 runs
     python scripts/search_recipes.py --recipes base long --runs copy:nope reverse:alibi
 
-The main job (experiments/default.py) trains 5 encodings x 3 tasks on 1-16 symbols and
-evaluates at 1x-8x. A run is fit when its exact match at the training length (16) reaches 0.95.
+It searches over the main job's first grid, 5 encodings x 3 tasks (experiments/default.py now
+runs two of them: docs/notes/main-job-recipe.md), trained on 1-16 symbols and evaluated at
+1x-8x. A run is fit when its exact match at the training length (16) reaches 0.95.
 Each recipe here keeps the task, the training lengths and the evaluation, and changes how the
 model is trained (learning rate and schedule, batch, width, depth, heads, how lengths are
 drawn into length buckets, the step cap); every run trains with train.stop_when_fit, so a run

@@ -147,7 +147,9 @@ def test_summary_keeps_runs_of_different_code_apart_and_warns(tmp_path):
     assert "nope [code B]" in summary.summary_table(rows)
 
     tables = results.from_runs(dirs)
-    assert "WARNING" in pages.sweep_page(pages.read_sweep(tmp_path, tables))
+    # A page goes further than the tables: runs of two commits are not published at all.
+    page = pages.sweep_page(pages.read_sweep(tmp_path, tables))
+    assert "- Not published: its 3 runs span 2 commits" in page and "000000000000 (1 run)" in page
     results.write(tmp_path, tables)
     with open(tmp_path / results.CSV, newline="") as f:
         assert len({r["commit"] for r in csv.DictReader(f)}) == 2
