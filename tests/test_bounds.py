@@ -9,9 +9,8 @@ under those checks:
 
 - every registered encoding (`encodings.names()`), default hyper-parameters, at every length of
   the longest shipped evaluation grid: the CPU-scale experiment config with the widest padded
-  evaluation (today the leaderboard's `multiplication`: operands of 16, 32, ..., 128 digits, 8x
-  its training length, padded to 1,024 tokens; its digit places are text to M-RoPE; 2-D
-  `rope_nd` runs on its own grid, `grid2d`'s sides 4-8);
+  evaluation, whichever it is (a task's places, such as arithmetic's digit places, are text to
+  M-RoPE; 2-D `rope_nd` runs on its own grid, `grid2d`'s sides 4-8);
 - every other kind of shipped CPU-scale config (each experiment's encodings with their table
   sizes, position samplers, evaluation positions, encoder or decoder) at its longest length:
   positions and distances at a shorter length are a subset of those at the longest one, so a

@@ -95,7 +95,7 @@ def test_heatmap_leaves_missing_cells_blank():
 
 
 def test_a_leaderboards_many_tasks_and_encodings_stay_readable():
-    # 13 tasks x 28 encodings, as the leaderboard: panels in rows of at most 4, every series its
+    # 13 tasks x 28 encodings, a full leaderboard: panels in rows of at most 4, every series its
     # own colour and marker, the legend inside the figure.
     tasks, encs = [f"task{t:02d}" for t in range(13)], [f"enc{e:02d}" for e in range(28)]
     rows = [
