@@ -29,16 +29,14 @@ TASKS = [
     "counting", "mqar", "local_count",
 ]  # fmt: skip
 TASKS_LEFT_OUT = {
-    "addition": "under the fit recipe no encoding learns it at the training length (0 of 84 runs "
-    "fit, every one to the step cap at token accuracy .14-.23, near chance); the encodings made "
-    "for it learn it with their papers' formats and longer training, and "
-    "experiments/addition.py (position coupling) and experiments/addition_hints.py (index "
-    "hints) run those. With index hints, 5 packs of 3 seeds at 8 digits take about 3 h here, "
-    "so this row (28 packs) would take about 17 h, more than the other 11 rows together",
-    "multiplication": "under the fit recipe no encoding learns it at the training length (0 of "
-    "84 runs fit, token accuracy .13-.16); the papers that teach it use their own embeddings, "
-    "deeper models and a GPU-day on operands up to 20 digits (Abacus: McLeish et al. 2024, "
-    "arXiv 2405.17399), far beyond this scale",
+    "addition": "under the fit recipe no encoding learns it at the training length (every run "
+    "ran to the step cap near chance); the encodings made for it learn it with their papers' "
+    "formats and longer training, which experiments/addition.py (position coupling) and "
+    "experiments/addition_hints.py (index hints) run, at a cost per pack that would make this "
+    "row cost more than the others together (docs/notes/leaderboard.md)",
+    "multiplication": "under the fit recipe no encoding learns it at the training length (every "
+    "run near chance); the papers that teach it use their own embeddings, deeper models and "
+    "far longer training (Abacus: McLeish et al. 2024, arXiv 2405.17399), beyond this scale",
 }
 """Registered 1-D tasks this table leaves out, and why: rows where every encoding stays at chance
 measure the recipe, not the encodings."""
