@@ -142,3 +142,32 @@ def test_sweep_cost_predicts_every_training_of_an_experiment(tmp_path, monkeypat
     out = capsys.readouterr().out
     assert "4 runs, 2 trainings; fp32 matmul peak here 10.0 GFLOP/s" in out
     assert "(2 seeds packed)" in out and "(the sum of 2 trainings of at most 50 steps)" in out
+
+
+def test_compare_tables_names_the_packs_whose_numbers_moved(tmp_path):
+    import pandas as pd
+
+    frame = pd.DataFrame([
+        {"run": f"{e}-{s}", "length": n, "task": "copy", "encoding": e, "seed": s,
+         "token_accuracy": 0.5 + 0.01 * n, "exact_match": None if n > 4 else 1.0,
+         "fit": e == "rope", "fit_step": 100 if e == "rope" else None, "commit": "a" * 40}
+        for e in ("nope", "rope") for s in (0, 1) for n in (4, 8)
+    ])  # fmt: skip
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    frame.to_parquet(tmp_path / "old/results.parquet")
+    moved = frame.assign(commit="b" * 40)
+    moved.loc[(moved["run"] == "rope-1") & (moved["length"] == 8), "token_accuracy"] += 0.25
+    moved.to_parquet(tmp_path / "new/results.parquet")
+    done = run("scripts/compare_tables.py", str(tmp_path / "old"), str(tmp_path / "new"),
+               "--json", str(tmp_path / "out.json"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "| copy | nope | 2 | 4 of 4 | 0 | 0 -> 0 |" in done.stdout
+    assert "| copy | rope | 2 | 3 of 4 | 0.25 | 2 -> 2 |" in done.stdout
+    assert "1 of 2 task x encoding packs equal bit for bit; moved: copy/rope." in done.stdout
+    records = json.loads((tmp_path / "out.json").read_text())
+    assert [r["commits_new"] for r in records] == [["b" * 12]] * 2
+
+    frame.assign(run=frame["run"] + "-other").to_parquet(tmp_path / "new/results.parquet")
+    done = run("scripts/compare_tables.py", str(tmp_path / "old"), str(tmp_path / "new"))
+    assert done.returncode == 1 and "have no run in common" in done.stderr
