@@ -54,7 +54,7 @@ def same(a: pd.Series, b: pd.Series) -> np.ndarray:
 
 def compare(old: pd.DataFrame, new: pd.DataFrame, tasks: list[str]) -> list[dict]:
     """One record per task x encoding with runs in both tables."""
-    from pe_research.metrics import METRICS
+    from pe_research.metrics import METRICS  # here, so that --help answers without jax
 
     metrics = [m for m in METRICS if m in old.columns and m in new.columns]
     if tasks:

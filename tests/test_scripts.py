@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,8 +146,6 @@ def test_sweep_cost_predicts_every_training_of_an_experiment(tmp_path, monkeypat
 
 
 def test_compare_tables_names_the_packs_whose_numbers_moved(tmp_path):
-    import pandas as pd
-
     frame = pd.DataFrame([
         {"run": f"{e}-{s}", "length": n, "task": "copy", "encoding": e, "seed": s,
          "token_accuracy": 0.5 + 0.01 * n, "exact_match": None if n > 4 else 1.0,
