@@ -1,8 +1,10 @@
-"""How do the forgetting gate, HoPE and two RoPE/NoPE layer mixtures extrapolate on the main job?
+"""How do the forgetting gate, HoPE and two RoPE/NoPE layer mixtures extrapolate on copy, reverse
+and offset?
 
-The main job's tasks (copy, reverse, offset), model and evaluation (16-128, 1x-8x), trained with
-the fit recipe (FIT_MODEL, FIT_TRAIN: lr 3e-3, until exact match >= .95 at 16, at most 2,000
-steps), one seed, so its table sits beside experiments/default.py's. HoPE keeps the rotation
+Trained on 1-16 symbols and evaluated at 16-128 (1x-8x) with the fit recipe (FIT_MODEL,
+FIT_TRAIN: lr 3e-3, until exact match >= .95 at 16, at most 2,000 steps), one seed: the
+leaderboard (experiments/leaderboard.py) trains every encoding with the same recipe and 3 seeds,
+so its RoPE rows are the ones to set these beside. HoPE keeps the rotation
 pairs whose wavelength fits in the training length 16 (1 pair of 8 here: p-RoPE with p = 1/8);
 rnope is NoPE in layer 3 of 4; mixture alternates RoPE and NoPE layers.
 
