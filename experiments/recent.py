@@ -1,11 +1,11 @@
 """How do the forgetting gate, HoPE and two RoPE/NoPE layer mixtures extrapolate on copy, reverse
 and offset?
 
-Trained on 1-16 symbols and evaluated at 16-128 (1x-8x) with the fit recipe (FIT_MODEL,
-FIT_TRAIN: lr 3e-3, until exact match >= .95 at 16, at most 2,000 steps), one seed: the
-leaderboard (experiments/leaderboard.py) trains every encoding with the same recipe and 3 seeds,
-so its RoPE rows are the ones to set these beside. HoPE keeps the rotation
-pairs whose wavelength fits in the training length 16 (1 pair of 8 here: p-RoPE with p = 1/8);
+Trained on 1-16 symbols and evaluated at 1x-8x that length with the fit recipe (FIT_MODEL and
+FIT_TRAIN in pe_research/sweeps/experiments.py: each run trains until it fits, up to a step cap),
+one seed: the leaderboard (experiments/leaderboard.py) trains every encoding with the same recipe
+and 3 seeds, so its RoPE rows are the ones to set these beside. HoPE keeps the rotation pairs
+whose wavelength fits in the training length 16 (1 pair of 8 here: p-RoPE with p = 1/8);
 rnope is NoPE in layer 3 of 4; mixture alternates RoPE and NoPE layers.
 
     pe-research sweep recent --workers 2
